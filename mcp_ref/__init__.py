@@ -1,0 +1,77 @@
+"""mcp_ref: a small, spec-faithful implementation of the Model Context Protocol (2026-07-28)
+stdio transport and server dispatcher, serving legacy (initialize-era) clients too.
+
+Reading order for a newcomer, following one message from stdin to stdout:
+``wire`` (framing, JSON-RPC) -> ``stdio`` (asyncio transport) -> ``dispatcher`` (eras, routing,
+errors) -> ``meta`` / ``versions`` -> the feature modules (``discover``, ``tools``, ``resources``,
+``prompts``, ``completion``, ``subscriptions``, ``mrtr``, ``legacy``) -> ``server`` (the API).
+"""
+
+from .caching import CacheHint
+from .completion import Completion
+from .content import (
+    audio,
+    blob_resource,
+    embedded_resource,
+    image,
+    prompt_message,
+    resource_link,
+    text,
+    text_resource,
+)
+from .context import RequestContext
+from .errors import (
+    InternalError,
+    InvalidParams,
+    MethodNotFound,
+    MissingRequiredClientCapability,
+    ProtocolError,
+    ResourceNotFound,
+    ToolError,
+    UnsupportedProtocolVersion,
+)
+from .mrtr import InputRequired, elicit_form, elicit_url, list_roots, sample
+from .prompts import Prompt, PromptArgument, PromptResult
+from .resources import Resource, ResourceTemplate
+from .server import Server
+from .tools import Tool, ToolResult
+from .versions import LEGACY_VERSIONS, MODERN_VERSION
+
+__version__ = "0.1.0"
+
+__all__ = [
+    "CacheHint",
+    "Completion",
+    "InputRequired",
+    "InternalError",
+    "InvalidParams",
+    "LEGACY_VERSIONS",
+    "MODERN_VERSION",
+    "MethodNotFound",
+    "MissingRequiredClientCapability",
+    "Prompt",
+    "PromptArgument",
+    "PromptResult",
+    "ProtocolError",
+    "RequestContext",
+    "Resource",
+    "ResourceNotFound",
+    "ResourceTemplate",
+    "Server",
+    "Tool",
+    "ToolError",
+    "ToolResult",
+    "UnsupportedProtocolVersion",
+    "audio",
+    "blob_resource",
+    "elicit_form",
+    "elicit_url",
+    "embedded_resource",
+    "image",
+    "list_roots",
+    "prompt_message",
+    "resource_link",
+    "sample",
+    "text",
+    "text_resource",
+]

@@ -1,0 +1,157 @@
+"""The per-request context a handler receives.
+
+It tells the handler who is asking (client capabilities and info, from this request's ``_meta``
+in the modern era or from ``initialize`` in the legacy era), lets it report progress and log
+messages for *this* request, ask the client for input (MRTR), and see whether the request was
+cancelled. Everything on it is scoped to one request; nothing leaks into the next one.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import TYPE_CHECKING, Any, Callable, Mapping
+
+from .meta import LOG_LEVEL_RANK, client_has_capability
+from .mrtr import InputRequired, validate_input_response
+
+if TYPE_CHECKING:
+    from .wire import RequestId
+
+log = logging.getLogger("mcp_ref.requests")
+
+# Progress notifications closer together than this are dropped (basic/patterns/progress: rate
+# limit to prevent flooding). The final one (progress == total) always goes out.
+PROGRESS_MIN_INTERVAL_SECONDS = 0.01
+
+_PYTHON_LEVEL = {
+    "debug": logging.DEBUG,
+    "info": logging.INFO,
+    "notice": logging.INFO,
+    "warning": logging.WARNING,
+    "error": logging.ERROR,
+    "critical": logging.CRITICAL,
+    "alert": logging.CRITICAL,
+    "emergency": logging.CRITICAL,
+}
+
+
+class RequestContext:
+    """What a handler knows about, and can do for, the request it is serving."""
+
+    def __init__(
+        self,
+        *,
+        request_id: RequestId,
+        method: str,
+        era: str,
+        protocol_version: str,
+        client_capabilities: dict[str, Any],
+        client_info: dict[str, Any] | None,
+        log_level: str | None,
+        progress_token: str | int | None,
+        emit: Callable[[dict[str, Any]], None],
+        input_responses: Mapping[str, Any] | None = None,
+        state: Any = None,
+    ) -> None:
+        self.request_id = request_id
+        self.method = method
+        self.era = era  # "modern" (2026-07-28) or "legacy" (initialize-era)
+        self.protocol_version = protocol_version
+        self.client_capabilities = client_capabilities
+        self.client_info = client_info
+        self.log_level = log_level
+        self.progress_token = progress_token
+        self.input_responses: Mapping[str, Any] = input_responses or {}
+        self.state = state  # the handler's own state from a verified requestState, else None
+        self._emit = emit
+        self._finished = False
+        self._cancelled = False
+        self._last_progress: float | None = None
+        self._last_progress_time = 0.0
+
+    # --- lifecycle (set by the dispatcher) -------------------------------------------------------
+
+    @property
+    def cancelled(self) -> bool:
+        """True once the client cancelled this request; its result will be discarded."""
+        return self._cancelled
+
+    def _finish(self) -> None:
+        self._finished = True
+
+    # --- capabilities ------------------------------------------------------------------------------
+
+    def client_supports(self, capability: str) -> bool:
+        """Did this request's client declare ``capability`` (dotted: ``"sampling"``, ``"elicitation.url"``)?"""
+        return client_has_capability(self.client_capabilities, capability)
+
+    # --- progress and logging -------------------------------------------------------------------
+
+    def report_progress(self, progress: float, total: float | None = None, message: str | None = None) -> bool:
+        """Send ``notifications/progress`` if the request asked for it. Returns whether it was sent.
+
+        Values must strictly increase; a value that does not is dropped, as is one sent after the
+        response or too soon after the previous one (unless it completes the total).
+        """
+        if self.progress_token is None or self._finished or self._cancelled:
+            return False
+        if self._last_progress is not None and progress <= self._last_progress:
+            log.debug("dropping non-increasing progress %r for request %r", progress, self.request_id)
+            return False
+        now = time.monotonic()
+        final = total is not None and progress >= total
+        if not final and self._last_progress is not None and now - self._last_progress_time < PROGRESS_MIN_INTERVAL_SECONDS:
+            return False
+        params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
+        if total is not None:
+            params["total"] = total
+        if message is not None:
+            params["message"] = message
+        self._last_progress, self._last_progress_time = progress, now
+        self._emit({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        return True
+
+    def log(self, level: str, data: Any, logger: str | None = None) -> bool:
+        """Log for this request. Sent as ``notifications/message`` only when the request set a log
+        level (modern ``_meta`` logLevel, or legacy ``logging/setLevel``) at or below ``level``;
+        always written to stderr through :mod:`logging`. Returns whether a notification was sent.
+        """
+        if level not in LOG_LEVEL_RANK:
+            raise ValueError(f"unknown log level {level!r}")
+        log.log(_PYTHON_LEVEL[level], "%s%s", f"[{logger}] " if logger else "", data)
+        if self.log_level is None or self._finished or self._cancelled:
+            return False
+        if LOG_LEVEL_RANK[level] < LOG_LEVEL_RANK[self.log_level]:
+            return False
+        params: dict[str, Any] = {"level": level, "data": data}
+        if logger is not None:
+            params["logger"] = logger
+        self._emit({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+        return True
+
+    # --- multi round-trip input -------------------------------------------------------------------
+
+    def ask(self, key: str, input_request: dict[str, Any], *, state: Any = None) -> dict[str, Any]:
+        """The client's answer to ``input_request`` under ``key``, or raise ``InputRequired`` to ask for it.
+
+        ``state`` (any JSON value) comes back as ``ctx.state`` on the retry.
+        """
+        return self.ask_all({key: input_request}, state=state)[key]
+
+    def ask_all(self, input_requests: Mapping[str, dict[str, Any]], *, state: Any = None) -> dict[str, dict[str, Any]]:
+        """Answers for every key, or raise ``InputRequired`` for the ones not yet answered.
+
+        Keys the client answered but we did not ask for are ignored; a malformed answer to a key we
+        asked for is -32602.
+        """
+        answers: dict[str, dict[str, Any]] = {}
+        missing: dict[str, dict[str, Any]] = {}
+        for key, input_request in input_requests.items():
+            if key in self.input_responses:
+                answers[key] = validate_input_response(key, input_request, self.input_responses[key])
+            else:
+                missing[key] = input_request
+        if missing:
+            raise InputRequired(missing, state=state)
+        return answers

@@ -1,0 +1,378 @@
+"""The dispatcher: one event in, the right handler run, one response (or none) out.
+
+Spec: basic/index (requests, responses, notifications, errors), basic/versioning (eras),
+basic/patterns/cancellation, basic/patterns/mrtr, server/utilities/caching.
+
+Theory of operation
+-------------------
+The transport feeds events from ``wire.WireReader`` to ``Dispatcher.handle``, synchronously.
+
+* A **bad message** is answered at once with its error. A **client response** is logged and
+  dropped (clients must not send them on stdio). A **notification** is handled inline and never
+  answered: ``notifications/cancelled`` cancels the named request, ``notifications/initialized``
+  completes the legacy handshake, anything else is ignored.
+* A **request** becomes an asyncio task, so requests run concurrently and responses go out as
+  soon as each is ready, correlated by id rather than by order. A second request reusing an id
+  still in flight is refused (-32600) and the first is unaffected. At most ``max_concurrency``
+  handlers run at once; the rest wait their turn (the reader keeps reading, so a cancellation is
+  never stuck behind busy handlers).
+
+For each request, ``_answer`` decides the era first: a request that carries modern ``_meta`` is
+always 2026-07-28; ``initialize`` without it starts the legacy era; after that, requests without
+modern ``_meta`` are legacy. It then finds the method in that era's table (-32601 if absent, or if
+its feature is not offered), validates the metadata, opens any MRTR request state, runs the
+handler, and shapes the result: ``resultType``, ``serverInfo`` and caching hints for the modern
+era, the negotiated version's shape for the legacy one. Exceptions become errors in exactly one
+place (``_error_for``). A cancelled request gets no response at all.
+
+On shutdown (EOF or a signal), ``shutdown`` lets in-flight requests finish within a grace
+period, cancels what is left, and closes open subscriptions gracefully (each gets its final
+response).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
+
+from . import completion, discover, legacy, prompts, resources, subscriptions, tools
+from .context import RequestContext
+from .errors import (
+    InternalError,
+    InvalidRequest,
+    LegacyResourceNotFound,
+    MethodNotFound,
+    ProtocolError,
+    ResourceNotFound,
+    ToolError,
+    UnsupportedProtocolVersion,
+)
+from .meta import SERVER_INFO, carries_modern_meta, parse_progress_token, parse_request_meta
+from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, parse_input_responses, required_capability
+from .versions import MODERN_VERSIONS
+from .wire import BadMessage, ClientResponse, Event, Notification, Request, encode_message, error_response, is_valid_id, result_response
+from .caching import CACHEABLE_METHODS
+
+if TYPE_CHECKING:
+    from .server import Server
+    from .wire import RequestId
+
+log = logging.getLogger("mcp_ref")
+
+Handler = Callable[["Server", RequestContext, dict[str, Any]], Awaitable[dict[str, Any]]]
+
+# method -> (handler, the capability the server must offer for the method to exist)
+MODERN_METHODS: dict[str, tuple[Handler, str | None]] = {
+    "server/discover": (discover.discover, None),
+    "tools/list": (tools.list_tools, "tools"),
+    "tools/call": (tools.call_tool, "tools"),
+    "resources/list": (resources.list_resources, "resources"),
+    "resources/templates/list": (resources.list_resource_templates, "resources"),
+    "resources/read": (resources.read_resource, "resources"),
+    "prompts/list": (prompts.list_prompts, "prompts"),
+    "prompts/get": (prompts.get_prompt, "prompts"),
+    "completion/complete": (completion.complete, "completions"),
+    "subscriptions/listen": (subscriptions.listen, None),
+}
+
+LEGACY_METHODS: dict[str, tuple[Handler, str | None]] = {
+    "initialize": (legacy.initialize, None),
+    "ping": (legacy.ping, None),
+    "logging/setLevel": (legacy.set_level, "logging"),
+    "resources/subscribe": (legacy.subscribe, "resources.subscribe"),
+    "resources/unsubscribe": (legacy.unsubscribe, "resources.subscribe"),
+    **{m: route for m, route in MODERN_METHODS.items() if m not in ("server/discover", "subscriptions/listen")},
+}
+
+
+class MessageSink(Protocol):
+    """Where encoded lines go: the transport's single writer."""
+
+    def write(self, line: bytes) -> None:
+        """Queue one line; never blocks, never splices with other lines."""
+
+    async def drain(self) -> None:
+        """Wait until the queued lines have been handed to the OS (backpressure)."""
+
+
+@dataclass(eq=False)
+class InFlight:
+    """A request being served."""
+
+    task: asyncio.Task[None]
+    method: str
+    context: RequestContext | None = None
+    cancelled: bool = False
+
+
+def _key(request_id: Any) -> tuple[type, Any]:
+    # 1 and "1" are different request ids.
+    return (type(request_id), request_id)
+
+
+def _has_capability(capabilities: dict[str, Any], needed: str) -> bool:
+    head, _, flag = needed.partition(".")
+    section = capabilities.get(head)
+    return section is not None and (not flag or bool(section.get(flag)))
+
+
+class Dispatcher:
+    """Routes client messages to the server's handlers and writes the answers to a ``MessageSink``."""
+
+    def __init__(self, server: Server, sink: MessageSink, *, max_concurrency: int = 64) -> None:
+        self.server = server
+        self._sink = sink
+        self._in_flight: dict[tuple[type, Any], InFlight] = {}
+        self._slots = asyncio.Semaphore(max_concurrency)
+        self._loop = asyncio.get_running_loop()
+        self._loop_thread = threading.get_ident()
+        self.idle = asyncio.Event()
+        self.idle.set()
+        server.bind(self.emit)
+
+    # --- output -------------------------------------------------------------------------------
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Encode and queue one message (event-loop thread only)."""
+        self._sink.write(encode_message(message))
+
+    def emit(self, message: dict[str, Any]) -> None:
+        """Queue a notification from any thread (synchronous handlers run on the handler pool)."""
+        if threading.get_ident() == self._loop_thread:
+            self.send(message)
+        else:
+            self._loop.call_soon_threadsafe(self.send, message)
+
+    # --- input --------------------------------------------------------------------------------
+
+    @property
+    def backlog(self) -> int:
+        """Requests in flight, subscriptions excluded (the transport pauses reading when this is large)."""
+        return len(self._in_flight) - len(self.server.subscriptions)
+
+    def handle(self, event: Event) -> None:
+        """Act on one event from the wire reader. Never raises, never blocks."""
+        if isinstance(event, Request):
+            self._start(event)
+        elif isinstance(event, Notification):
+            self._notified(event)
+        elif isinstance(event, BadMessage):
+            log.warning("bad message: %s", event.error.message)
+            self.send(error_response(event.id, event.error))
+        elif isinstance(event, ClientResponse):
+            log.warning("ignoring a JSON-RPC response from the client (id %r): this server sends no requests", event.id)
+
+    def _start(self, request: Request) -> None:
+        key = _key(request.id)
+        if key in self._in_flight:
+            self.send(error_response(request.id, InvalidRequest(f"Request id {request.id!r} is already in use by a request in flight")))
+            return
+        task = self._loop.create_task(self._serve(request))
+        self._in_flight[key] = InFlight(task, request.method)
+        self.idle.clear()
+        task.add_done_callback(lambda _: self._finished(key))
+
+    def _finished(self, key: tuple[type, Any]) -> None:
+        self._in_flight.pop(key, None)
+        if not self._in_flight:
+            self.idle.set()
+
+    def _notified(self, notification: Notification) -> None:
+        method, params = notification.method, notification.params
+        if method == "notifications/cancelled":
+            self._cancel(params.get("requestId"), params.get("reason"))
+        elif method == "notifications/initialized":
+            self.server.legacy.initialized = True
+        else:
+            log.debug("ignoring notification %s", method)
+
+    def _cancel(self, request_id: Any, reason: Any) -> None:
+        if not is_valid_id(request_id):
+            log.debug("ignoring a malformed notifications/cancelled")
+            return
+        entry = self._in_flight.get(_key(request_id))
+        if entry is None:
+            log.debug("cancellation of unknown or finished request %r ignored", request_id)
+            return
+        log.info("request %r (%s) cancelled by the client%s", request_id, entry.method, f": {reason}" if reason else "")
+        entry.cancelled = True
+        if entry.context is not None:
+            entry.context._cancelled = True
+        entry.task.cancel()
+
+    # --- serving one request ------------------------------------------------------------------
+
+    async def _serve(self, request: Request) -> None:
+        entry = self._in_flight[_key(request.id)]
+        try:
+            response = await self._answer(request, entry)
+        except asyncio.CancelledError:
+            return  # a cancelled request is never answered
+        if entry.cancelled:
+            return
+        try:
+            line = encode_message(response)
+        except (TypeError, ValueError) as exc:
+            log.error("result of %s (id %r) is not JSON-serializable: %s", request.method, request.id, exc)
+            line = encode_message(error_response(request.id, InternalError(f"Internal error: the {request.method} result could not be encoded")))
+        self._sink.write(line)
+        await self._sink.drain()
+
+    async def _answer(self, request: Request, entry: InFlight) -> dict[str, Any]:
+        method, params = request.method, request.params
+        modern = carries_modern_meta(params) or not self._legacy_request(method)
+        try:
+            result = await self._run(request, entry, modern)
+        except InputRequired as needed:
+            try:
+                result = self._input_required(request, entry, needed, modern)
+            except ProtocolError as exc:
+                return error_response(request.id, self._error_for(exc, modern))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # the one place exceptions become wire errors
+            return error_response(request.id, self._error_for(exc, modern, method))
+        return result_response(request.id, result)
+
+    def _legacy_request(self, method: str) -> bool:
+        """Is a request *without* modern ``_meta`` to be served in the legacy era?"""
+        if not self.server.serve_legacy:
+            return False
+        return method == "initialize" or method == "ping" or self.server.legacy.active
+
+    async def _run(self, request: Request, entry: InFlight, modern: bool) -> dict[str, Any]:
+        method, params = request.method, request.params
+        server = self.server
+        if modern and method == "initialize" and not carries_modern_meta(params):
+            # A modern-only server: name our versions so a legacy user sees why (basic/versioning).
+            raise UnsupportedProtocolVersion(
+                params.get("protocolVersion"),
+                list(MODERN_VERSIONS),
+                f"This server speaks only MCP {', '.join(MODERN_VERSIONS)} (no initialize handshake); "
+                "upgrade the client to a version that sends per-request _meta",
+            )
+        table = MODERN_METHODS if modern else LEGACY_METHODS
+        route = table.get(method)
+        if route is None:
+            raise MethodNotFound(f"Method not found: {method}", {"method": method})
+        handler, needed = route
+        if needed is not None and not _has_capability(server.capabilities("modern" if modern else "legacy"), needed):
+            raise MethodNotFound(f"Method not found: {method} (this server does not offer {needed})", {"method": method})
+
+        input_responses: dict[str, Any] = {}
+        state = None
+        if modern:
+            meta = parse_request_meta(params, server.supported_versions)
+            context = RequestContext(
+                request_id=request.id,
+                method=method,
+                era="modern",
+                protocol_version=meta.protocol_version,
+                client_capabilities=meta.client_capabilities,
+                client_info=meta.client_info,
+                log_level=meta.log_level if server.log_messages else None,
+                progress_token=meta.progress_token,
+                emit=self.emit,
+                input_responses=input_responses,
+            )
+            if method in MRTR_METHODS:
+                input_responses.update(parse_input_responses(params))
+                if "requestState" in params:
+                    context.state = server.sealer.open(params["requestState"], method, params)
+        else:
+            session = server.legacy
+            context = RequestContext(
+                request_id=request.id,
+                method=method,
+                era="legacy",
+                protocol_version=session.version or "",
+                client_capabilities=session.client_capabilities,
+                client_info=session.client_info,
+                log_level=session.log_level,
+                progress_token=parse_progress_token(params.get("_meta")),
+                emit=self.emit,
+            )
+        entry.context = context
+        context._cancelled = entry.cancelled
+
+        if method == "subscriptions/listen":
+            result = await handler(server, context, params)
+        else:
+            async with self._slots:
+                result = await handler(server, context, params)
+        context._finish()
+        if modern:
+            return self._complete(method, result)
+        return legacy.to_legacy_result(method, result, server.legacy.version or "")
+
+    def _complete(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
+        """A modern complete result: ``resultType``, ``serverInfo`` and, where cacheable, caching hints."""
+        result.setdefault("resultType", "complete")
+        meta = result.get("_meta")
+        result["_meta"] = {SERVER_INFO: self.server.info, **meta} if meta else {SERVER_INFO: self.server.info}
+        if method in CACHEABLE_METHODS and "ttlMs" not in result:
+            self.server.cache_hint(method).apply(result)
+        return result
+
+    def _input_required(self, request: Request, entry: InFlight, needed: InputRequired, modern: bool) -> dict[str, Any]:
+        """Turn a handler's ``InputRequired`` into an ``InputRequiredResult`` (or the error that replaces it)."""
+        method = request.method
+        if entry.context is not None:
+            entry.context._finish()
+        if method not in MRTR_METHODS:
+            log.error("a %s handler asked for client input, which only tools/call, prompts/get and resources/read may do", method)
+            raise InternalError(f"Internal error: {method} cannot ask the client for input")
+        if not modern:
+            return self._legacy_input_error(method, needed)
+        assert entry.context is not None
+        check_client_can_answer(needed.requests, entry.context.client_capabilities)
+        result: dict[str, Any] = {"resultType": "input_required"}
+        if needed.requests:
+            result["inputRequests"] = needed.requests
+        result["requestState"] = self.server.sealer.seal(method, request.params, needed.state)
+        result["_meta"] = {SERVER_INFO: self.server.info}
+        return result
+
+    def _legacy_input_error(self, method: str, needed: InputRequired) -> dict[str, Any]:
+        wanted = sorted({required_capability(r)[0] for r in needed.requests.values()})
+        explanation = (
+            f"This {'tool' if method == 'tools/call' else method} needs input from the client "
+            f"({', '.join(wanted) or 'a follow-up round'}), which this server can only request from "
+            f"MCP {MODERN_VERSIONS[0]} clients (multi round-trip requests); this client speaks "
+            f"{self.server.legacy.version}. Upgrade the client or use a tool that needs no interaction."
+        )
+        if method == "tools/call":
+            return tools.tool_error_result(explanation)
+        raise InternalError(explanation)
+
+    def _error_for(self, exc: BaseException, modern: bool, method: str = "") -> ProtocolError:
+        """The wire error for an exception a request raised."""
+        if isinstance(exc, ProtocolError):
+            if not modern and isinstance(exc, ResourceNotFound):
+                return LegacyResourceNotFound(exc.message, exc.data)
+            return exc
+        if isinstance(exc, ToolError):
+            return InternalError(str(exc))
+        log.error("handler for %s failed", method, exc_info=exc)
+        return InternalError(f"Internal error while handling {method}")
+
+    # --- shutdown -------------------------------------------------------------------------------
+
+    async def shutdown(self, grace_seconds: float) -> None:
+        """Finish in-flight work within ``grace_seconds``, cancel the rest, close subscriptions gracefully."""
+        work = [e.task for e in self._in_flight.values() if e.method != "subscriptions/listen"]
+        if work:
+            _, pending = await asyncio.wait(work, timeout=grace_seconds)
+            for task in pending:
+                log.warning("shutting down: cancelling a request still running after %.1f s", grace_seconds)
+                task.cancel()
+            await asyncio.gather(*pending, return_exceptions=True)
+        self.server.subscriptions.close_all()
+        listens = [e.task for e in self._in_flight.values()]
+        if listens:
+            await asyncio.gather(*listens, return_exceptions=True)
+        await self._sink.drain()
+        self.server.bind(None)

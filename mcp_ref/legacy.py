@@ -1,0 +1,172 @@
+"""The legacy (initialize-era) protocol, for hosts that still speak 2025-11-25 and earlier.
+
+Spec: 2026-07-28 basic/versioning#backward-compatibility-with-initialization-based-versions and
+basic/transports/stdio#backward-compatibility; 2025-11-25 basic/lifecycle, basic/utilities/ping,
+server/resources#subscriptions, server/utilities/logging.
+
+Theory of operation
+-------------------
+An ``initialize`` request *without* modern ``_meta`` switches legacy semantics on for this process:
+we answer with the negotiated version, and from then on requests that carry no modern ``_meta``
+are served as that version -- ``ping``, ``logging/setLevel``, ``resources/subscribe`` included.
+The era is still decided per request: a request with modern ``_meta`` is always served as
+2026-07-28, before or after an ``initialize``, and a malformed first message locks nothing.
+
+Legacy results are shaped for the negotiated version (``to_legacy_result``): no ``resultType``,
+``ttlMs``, ``cacheScope`` or ``serverInfo`` ``_meta``; fields newer than the negotiated version are
+removed where an older client could choke on them:
+
+=============  =======================================================================
+older than     what is removed or rewritten
+=============  =======================================================================
+2025-11-25     ``icons`` (tools, prompts, resources, templates, serverInfo)
+2025-06-18     ``title`` (everywhere), tool ``outputSchema``, ``structuredContent``;
+               ``resource_link`` content becomes a text block naming the URI
+2025-03-26     tool ``annotations``; ``audio`` content becomes a text block;
+               the ``completions`` capability
+=============  =======================================================================
+
+This server never sends requests to the client, so a handler that needs client input (MRTR)
+cannot get it from a legacy client: tools answer with a tool error saying what is needed, other
+methods with -32603 and the same explanation.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from .errors import InvalidParams
+from .meta import LOG_LEVEL_RANK, LOG_LEVELS, SERVER_INFO
+from .versions import negotiate_legacy_version
+
+if TYPE_CHECKING:
+    from .context import RequestContext
+    from .server import Server
+
+LEGACY_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
+
+
+@dataclass
+class LegacySession:
+    """The one piece of per-process state the legacy era needs (2025-11-25 lifecycle)."""
+
+    version: str | None = None  # negotiated by initialize; None until then
+    client_capabilities: dict[str, Any] = field(default_factory=dict)
+    client_info: dict[str, Any] | None = None
+    initialized: bool = False  # notifications/initialized received
+    log_level: str | None = None  # set by logging/setLevel
+    subscribed_uris: set[str] = field(default_factory=set)
+
+    @property
+    def active(self) -> bool:
+        return self.version is not None
+
+
+async def initialize(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``initialize``: negotiate a legacy version and describe the server."""
+    requested = params.get("protocolVersion")
+    if not isinstance(requested, str):
+        raise InvalidParams('initialize needs "protocolVersion", a string')
+    capabilities = params.get("capabilities", {})
+    if not isinstance(capabilities, dict):
+        raise InvalidParams('initialize "capabilities" must be an object')
+    client_info = params.get("clientInfo")
+    session = server.legacy
+    session.version = negotiate_legacy_version(requested)
+    session.client_capabilities = capabilities
+    session.client_info = client_info if isinstance(client_info, dict) else None
+    result: dict[str, Any] = {
+        "protocolVersion": session.version,
+        "capabilities": server.capabilities(era="legacy"),
+        "serverInfo": dict(server.info),
+    }
+    if server.instructions is not None:
+        result["instructions"] = server.instructions
+    return result
+
+
+async def ping(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``ping``: an empty result."""
+    return {}
+
+
+async def set_level(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``logging/setLevel``: the minimum level of ``notifications/message`` for the whole session."""
+    level = params.get("level")
+    if level not in LOG_LEVEL_RANK:
+        raise InvalidParams(f'"level" must be one of: {", ".join(LOG_LEVELS)}')
+    server.legacy.log_level = level
+    return {}
+
+
+async def subscribe(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``resources/subscribe``: send ``notifications/resources/updated`` for this URI from now on."""
+    server.legacy.subscribed_uris.add(_uri(params))
+    return {}
+
+
+async def unsubscribe(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``resources/unsubscribe``."""
+    server.legacy.subscribed_uris.discard(_uri(params))
+    return {}
+
+
+def _uri(params: dict[str, Any]) -> str:
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams('"uri" must be a string')
+    return uri
+
+
+# --- shaping results for an older client --------------------------------------------------------
+
+_MODERN_RESULT_FIELDS = ("resultType", "ttlMs", "cacheScope")
+_LIST_KEYS = ("tools", "prompts", "resources", "resourceTemplates")
+
+
+def to_legacy_result(method: str, result: dict[str, Any], version: str) -> dict[str, Any]:
+    """Shape a result for a client that negotiated ``version`` (see the table in the module docstring)."""
+    for name in _MODERN_RESULT_FIELDS:
+        result.pop(name, None)
+    meta = result.get("_meta")
+    if isinstance(meta, dict):
+        meta.pop(SERVER_INFO, None)
+        if not meta:
+            del result["_meta"]
+    if version >= "2025-11-25":
+        return result
+    for key in _LIST_KEYS:
+        for item in result.get(key, ()):
+            _strip_item(item, version)
+    if "serverInfo" in result:
+        _strip_item(result["serverInfo"], version)
+    if version < "2025-06-18":
+        result.pop("structuredContent", None)
+    if "content" in result:
+        result["content"] = [_downgrade_block(block, version) for block in result["content"]]
+    for message in result.get("messages", ()):
+        message["content"] = _downgrade_block(message["content"], version)
+    if version < "2025-03-26" and isinstance(result.get("capabilities"), dict):
+        result["capabilities"].pop("completions", None)
+    return result
+
+
+def _strip_item(item: dict[str, Any], version: str) -> None:
+    item.pop("icons", None)
+    if version < "2025-06-18":
+        item.pop("title", None)
+        item.pop("outputSchema", None)
+        for argument in item.get("arguments", ()):
+            argument.pop("title", None)
+    if version < "2025-03-26":
+        item.pop("annotations", None) if "inputSchema" in item else None
+
+
+def _downgrade_block(block: dict[str, Any], version: str) -> dict[str, Any]:
+    kind = block.get("type")
+    if kind == "resource_link" and version < "2025-06-18":
+        return {"type": "text", "text": f"Resource: {block.get('uri')}"}
+    if kind == "audio" and version < "2025-03-26":
+        return {"type": "text", "text": f"[audio content ({block.get('mimeType')}) not supported by protocol {version}]"}
+    return block

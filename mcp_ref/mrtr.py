@@ -1,0 +1,237 @@
+"""Multi round-trip requests (MRTR): interim results instead of server-to-client requests.
+
+Spec: basic/patterns/mrtr (2026-07-28), client/elicitation, client/sampling, client/roots.
+
+Theory of operation
+-------------------
+The server never sends a request to the client. A handler that needs something from the client
+(a form answer, an LLM sample, the client's roots) *asks* through its context::
+
+    answer = ctx.ask("user_name", elicit_form("What is your name?", {...}))
+
+If this request already carries the answer (``params.inputResponses["user_name"]``), ``ask``
+returns it. Otherwise it raises ``InputRequired``; the dispatcher turns that into an
+``InputRequiredResult`` (``resultType: "input_required"``) and the client retries the *same*
+method, with a new JSON-RPC id, the answers in ``inputResponses`` and our ``requestState`` echoed.
+The handler simply runs again from the top; it is never suspended between rounds, so nothing is
+kept in memory and a retry may even reach a restarted server.
+
+``requestState`` passes through the client, so it is attacker-controlled. ``StateSealer`` seals
+it with HMAC-SHA256 over a payload that binds the method, a digest of the request's salient
+params (tool name and arguments, prompt name and arguments, or resource URI), an expiry, and the
+handler's own state. A token that fails any check is rejected with -32602 before the handler
+runs. The key comes from ``MCP_REF_STATE_KEY`` when set; otherwise it is random per process, so a
+restarted server rejects old tokens and the client is simply asked again.
+
+Only ``tools/call``, ``prompts/get`` and ``resources/read`` may answer ``input_required``, and only
+with input requests whose capability the client declared in *this* request's ``_meta``.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+import time
+from typing import Any, Mapping
+
+from .errors import InvalidParams, MissingRequiredClientCapability
+from .meta import client_has_capability
+
+MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
+STATE_KEY_ENV = "MCP_REF_STATE_KEY"
+DEFAULT_STATE_TTL_SECONDS = 600
+
+
+class InputRequired(Exception):
+    """Raised by a handler (or by ``ctx.ask``) to answer with an ``InputRequiredResult``.
+
+    ``requests`` maps server-chosen keys to input requests (see ``elicit_form``, ``elicit_url``,
+    ``sample``, ``list_roots``); ``state`` is any JSON value the handler wants back on the retry
+    (``ctx.state``). At least one of them must be given.
+    """
+
+    def __init__(self, requests: Mapping[str, dict[str, Any]] | None = None, state: Any = None) -> None:
+        if not requests and state is None:
+            raise ValueError("InputRequired needs input requests, state, or both")
+        super().__init__("input required")
+        self.requests = dict(requests or {})
+        self.state = state
+
+
+# --- Input request builders (the values of InputRequiredResult.inputRequests) ---------------------
+
+
+def elicit_form(message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
+    """An ``elicitation/create`` request in form mode (needs the client's ``elicitation.form``)."""
+    return {"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": requested_schema}}
+
+
+def elicit_url(message: str, url: str) -> dict[str, Any]:
+    """An ``elicitation/create`` request in URL mode (needs the client's ``elicitation.url``)."""
+    return {"method": "elicitation/create", "params": {"mode": "url", "message": message, "url": url}}
+
+
+def sample(messages: list[dict[str, Any]], max_tokens: int, **options: Any) -> dict[str, Any]:
+    """A ``sampling/createMessage`` request (needs ``sampling``; with ``tools=`` also ``sampling.tools``).
+
+    ``options`` are further ``CreateMessageRequestParams`` fields: ``systemPrompt``,
+    ``modelPreferences``, ``temperature``, ``stopSequences``, ``tools``, ``toolChoice``, ...
+    """
+    return {"method": "sampling/createMessage", "params": {"messages": messages, "maxTokens": max_tokens, **options}}
+
+
+def list_roots() -> dict[str, Any]:
+    """A ``roots/list`` request (needs the client's ``roots``)."""
+    return {"method": "roots/list", "params": {}}
+
+
+def required_capability(input_request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
+    """The dotted capability path an input request needs, and the ``requiredCapabilities`` value naming it."""
+    method = input_request.get("method")
+    params = input_request.get("params") or {}
+    if method == "elicitation/create":
+        mode = params.get("mode", "form")
+        return f"elicitation.{mode}", {"elicitation": {mode: {}}}
+    if method == "sampling/createMessage":
+        if params.get("tools"):
+            return "sampling.tools", {"sampling": {"tools": {}}}
+        return "sampling", {"sampling": {}}
+    if method == "roots/list":
+        return "roots", {"roots": {}}
+    raise ValueError(f"not an input request method: {method!r}")
+
+
+def check_client_can_answer(requests: Mapping[str, dict[str, Any]], capabilities: dict[str, Any]) -> None:
+    """Raise -32021 naming every capability the client would need but did not declare."""
+    missing: dict[str, Any] = {}
+    for input_request in requests.values():
+        path, required = required_capability(input_request)
+        if not client_has_capability(capabilities, path):
+            for name, value in required.items():
+                missing.setdefault(name, {}).update(value)
+    if missing:
+        raise MissingRequiredClientCapability(missing)
+
+
+# --- Input responses --------------------------------------------------------------------------------
+
+
+def parse_input_responses(params: dict[str, Any]) -> dict[str, Any]:
+    """``params.inputResponses`` as a dict (empty when absent). -32602 when it is not an object."""
+    responses = params.get("inputResponses")
+    if responses is None:
+        return {}
+    if not isinstance(responses, dict):
+        raise InvalidParams("inputResponses must be an object mapping input request keys to results")
+    return responses
+
+
+def validate_input_response(key: str, input_request: dict[str, Any], response: Any) -> dict[str, Any]:
+    """Check that the client's answer has the shape of the result its request calls for.
+
+    -32602 for a malformed answer: the client sent something, but not an ``ElicitResult``,
+    ``CreateMessageResult`` or ``ListRootsResult`` as asked.
+    """
+    method = input_request["method"]
+    problem = _input_response_problem(method, response)
+    if problem:
+        raise InvalidParams(f"inputResponses[{key!r}] is not a valid {method} result: {problem}", {"key": key})
+    return response
+
+
+def _input_response_problem(method: str, response: Any) -> str | None:
+    if not isinstance(response, dict):
+        return "expected an object"
+    if method == "elicitation/create":
+        if response.get("action") not in ("accept", "decline", "cancel"):
+            return 'action must be "accept", "decline" or "cancel"'
+        if "content" in response and not isinstance(response["content"], dict):
+            return "content must be an object"
+        return None
+    if method == "sampling/createMessage":
+        if response.get("role") not in ("user", "assistant"):
+            return 'role must be "user" or "assistant"'
+        content = response.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        if not blocks or not all(isinstance(block, dict) and isinstance(block.get("type"), str) for block in blocks):
+            return "content must be a content block or a list of them"
+        if not isinstance(response.get("model"), str):
+            return "model must be a string"
+        return None
+    if method == "roots/list":
+        roots = response.get("roots")
+        if not isinstance(roots, list) or not all(isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots):
+            return "roots must be a list of objects with a uri"
+        return None
+    return f"unknown input request method {method!r}"  # pragma: no cover - builders only make the three
+
+
+# --- Sealed request state ---------------------------------------------------------------------------
+
+
+def salient_params(method: str, params: dict[str, Any]) -> Any:
+    """The part of a request that identifies "the same request" across MRTR rounds."""
+    if method == "resources/read":
+        return params.get("uri")
+    return [params.get("name"), params.get("arguments") or {}]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _load_key() -> bytes:
+    configured = os.environ.get(STATE_KEY_ENV)
+    if configured:
+        # Any string works as a secret; hash it to a fixed-size HMAC key.
+        return hashlib.sha256(configured.encode()).digest()
+    return os.urandom(32)
+
+
+class StateSealer:
+    """Seals and opens ``requestState`` tokens: ``base64url(payload) "." base64url(HMAC-SHA256)``."""
+
+    def __init__(self, key: bytes | None = None, ttl_seconds: float = DEFAULT_STATE_TTL_SECONDS) -> None:
+        self._key = key if key is not None else _load_key()
+        self.ttl_seconds = ttl_seconds
+
+    def _binding(self, method: str, params: dict[str, Any]) -> str:
+        canonical = json.dumps([method, salient_params(method, params)], sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def _mac(self, payload: bytes) -> bytes:
+        return hmac.new(self._key, payload, hashlib.sha256).digest()
+
+    def seal(self, method: str, params: dict[str, Any], state: Any, now: float | None = None) -> str:
+        """A token binding ``state`` to this method and these salient params, valid for ``ttl_seconds``."""
+        expires = int((time.time() if now is None else now) + self.ttl_seconds)
+        payload = json.dumps(
+            {"m": method, "b": self._binding(method, params), "e": expires, "s": state}, separators=(",", ":")
+        ).encode()
+        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+
+    def open(self, token: Any, method: str, params: dict[str, Any], now: float | None = None) -> Any:
+        """The handler state inside a token presented with this request; -32602 if it fails any check."""
+        if not isinstance(token, str):
+            raise InvalidParams("requestState must be a string")
+        try:
+            payload_text, mac_text = token.split(".")
+            payload, mac = _unb64(payload_text), _unb64(mac_text)
+        except (ValueError, binascii.Error):
+            raise InvalidParams("requestState is malformed") from None
+        if not hmac.compare_digest(mac, self._mac(payload)):
+            raise InvalidParams("requestState failed integrity verification")
+        sealed = json.loads(payload)
+        if sealed["e"] < (time.time() if now is None else now):
+            raise InvalidParams("requestState has expired; retry the request without it")
+        if sealed["m"] != method or sealed["b"] != self._binding(method, params):
+            raise InvalidParams("requestState was issued for a different request")
+        return sealed["s"]

@@ -1,0 +1,137 @@
+"""Prompts and the ``prompts/*`` methods.
+
+Spec: server/prompts (2026-07-28). ``prompts/get`` checks its arguments before the handler runs:
+an unknown prompt, a missing required argument, an argument the prompt does not declare, or a
+value that is not a string is -32602. A handler returns a ``str`` (one user message), a list of
+messages, or a ``PromptResult`` with a description.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from .content import prompt_message
+from .errors import InternalError, InvalidParams
+from .pagination import paginate
+
+if TYPE_CHECKING:
+    from .context import RequestContext
+    from .server import Server
+
+
+@dataclass(frozen=True)
+class PromptArgument:
+    """One argument a prompt accepts."""
+
+    name: str
+    description: str | None = None
+    required: bool = False
+    title: str | None = None
+
+    def definition(self) -> dict[str, Any]:
+        item: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            item["title"] = self.title
+        if self.description is not None:
+            item["description"] = self.description
+        if self.required:
+            item["required"] = True
+        return item
+
+
+@dataclass
+class PromptResult:
+    """A ``GetPromptResult``: messages and an optional description."""
+
+    messages: list[dict[str, Any]]
+    description: str | None = None
+
+
+@dataclass
+class Prompt:
+    """A registered prompt. ``handler(ctx, arguments)`` builds its messages."""
+
+    name: str
+    handler: Callable[..., Any]
+    title: str | None = None
+    description: str | None = None
+    arguments: list[PromptArgument] = field(default_factory=list)
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+
+    def definition(self) -> dict[str, Any]:
+        """The prompt as ``prompts/list`` shows it."""
+        item: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            item["title"] = self.title
+        if self.description is not None:
+            item["description"] = self.description
+        if self.arguments:
+            item["arguments"] = [argument.definition() for argument in self.arguments]
+        if self.icons is not None:
+            item["icons"] = self.icons
+        if self.meta is not None:
+            item["_meta"] = self.meta
+        return item
+
+    def check_arguments(self, arguments: Any) -> dict[str, str]:
+        """The arguments of a ``prompts/get``, or -32602 saying what is wrong with them."""
+        if arguments is None:
+            arguments = {}
+        if not isinstance(arguments, dict):
+            raise InvalidParams('prompts/get "arguments" must be an object of strings')
+        declared = {argument.name for argument in self.arguments}
+        unknown = sorted(set(arguments) - declared)
+        if unknown:
+            raise InvalidParams(f"Prompt {self.name!r} has no argument(s): {', '.join(unknown)}", {"unknown": unknown})
+        not_strings = sorted(name for name, value in arguments.items() if not isinstance(value, str))
+        if not_strings:
+            raise InvalidParams(f"Prompt arguments must be strings: {', '.join(not_strings)}")
+        missing = [argument.name for argument in self.arguments if argument.required and argument.name not in arguments]
+        if missing:
+            raise InvalidParams(
+                f"Prompt {self.name!r} is missing required argument(s): {', '.join(missing)}", {"missing": missing}
+            )
+        return arguments
+
+    def to_result(self, value: Any) -> dict[str, Any]:
+        """Shape what a handler returned into a ``GetPromptResult`` (without ``resultType``)."""
+        description = self.description
+        if isinstance(value, PromptResult):
+            description = value.description if value.description is not None else description
+            value = value.messages
+        if isinstance(value, str):
+            messages = [prompt_message("user", value)]
+        elif isinstance(value, list) and all(isinstance(m, dict) and "role" in m and "content" in m for m in value):
+            messages = value
+        else:
+            raise InternalError(f"Prompt {self.name!r} handler returned something that is not messages")
+        result: dict[str, Any] = {"messages": messages}
+        if description is not None:
+            result["description"] = description
+        return result
+
+
+# --- the methods -------------------------------------------------------------------------------
+
+
+async def list_prompts(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``prompts/list``: one page of prompts, in registration order."""
+    page, next_cursor = paginate(list(server.prompts.values()), params, "prompts/list", server.page_size)
+    result: dict[str, Any] = {"prompts": [prompt.definition() for prompt in page]}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+async def get_prompt(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``prompts/get``: check the arguments, then build the messages."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams('prompts/get needs "name", a string')
+    prompt = server.prompts.get(name)
+    if prompt is None:
+        raise InvalidParams(f"Unknown prompt: {name}", {"name": name})
+    arguments = prompt.check_arguments(params.get("arguments"))
+    return prompt.to_result(await server.invoke(prompt.handler, ctx, arguments))

@@ -1,0 +1,162 @@
+"""Resources and resource templates, and the ``resources/*`` methods.
+
+Spec: server/resources (2026-07-28).
+
+* ``resources/list`` lists static resources (registration order) followed by whatever the
+  server's dynamic listers return; ``resources/templates/list`` lists templates. Both paginate.
+* ``resources/read`` looks for an exact static URI first, then the first template that matches
+  (RFC 6570, see ``uritemplate``). A handler returns ``str`` (text), ``bytes`` (sent as base64
+  ``blob``), one contents object, or a list of them. No match, or a handler raising
+  ``ResourceNotFound``, is -32602 with ``data.uri``; an empty ``contents`` list is never sent for a
+  resource that does not exist.
+* Each resource or template may carry its own caching hint for ``resources/read``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from .caching import CacheHint
+from .content import blob_resource, text_resource
+from .errors import InternalError, InvalidParams, ResourceNotFound
+from .pagination import paginate
+from .uritemplate import UriTemplate
+
+if TYPE_CHECKING:
+    from .context import RequestContext
+    from .server import Server
+
+
+def _describe(item: dict[str, Any], **fields: Any) -> dict[str, Any]:
+    for key, value in fields.items():
+        if value is not None:
+            item[key] = value
+    return item
+
+
+@dataclass
+class Resource:
+    """A resource with a fixed URI. ``handler(ctx)`` returns its contents."""
+
+    uri: str
+    name: str
+    handler: Callable[..., Any]
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    size: int | None = None
+    annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    cache: CacheHint | None = None
+
+    def definition(self) -> dict[str, Any]:
+        """The resource as ``resources/list`` shows it."""
+        return _describe(
+            {"uri": self.uri, "name": self.name},
+            title=self.title,
+            description=self.description,
+            mimeType=self.mime_type,
+            size=self.size,
+            annotations=self.annotations,
+            icons=self.icons,
+            _meta=self.meta,
+        )
+
+
+@dataclass
+class ResourceTemplate:
+    """A family of resources: ``handler(ctx, uri, variables)`` reads one of them."""
+
+    uri_template: str
+    name: str
+    handler: Callable[..., Any]
+    title: str | None = None
+    description: str | None = None
+    mime_type: str | None = None
+    annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    cache: CacheHint | None = None
+    template: UriTemplate = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.template = UriTemplate(self.uri_template)
+
+    def definition(self) -> dict[str, Any]:
+        """The template as ``resources/templates/list`` shows it."""
+        return _describe(
+            {"uriTemplate": self.uri_template, "name": self.name},
+            title=self.title,
+            description=self.description,
+            mimeType=self.mime_type,
+            annotations=self.annotations,
+            icons=self.icons,
+            _meta=self.meta,
+        )
+
+
+def to_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, Any]]:
+    """Normalize what a read handler returned into a non-empty list of resource contents."""
+    if isinstance(value, str):
+        return [text_resource(uri, value, mime_type or "text/plain")]
+    if isinstance(value, (bytes, bytearray)):
+        return [blob_resource(uri, bytes(value), mime_type or "application/octet-stream")]
+    if isinstance(value, dict):
+        value = [value]
+    if isinstance(value, list) and value:
+        for item in value:
+            if not (isinstance(item, dict) and isinstance(item.get("uri"), str) and ("text" in item) != ("blob" in item)):
+                raise InternalError(f"Resource handler for {uri!r} returned malformed contents")
+        return value
+    raise InternalError(f"Resource handler for {uri!r} returned no contents")
+
+
+# --- the methods -------------------------------------------------------------------------------
+
+
+async def list_resources(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``resources/list``: static resources, then the dynamic listers' resources, one page."""
+    items: list[dict[str, Any]] = [resource.definition() for resource in server.resources.values()]
+    for lister in server.resource_listers:
+        for item in await server.invoke(lister, ctx):
+            items.append(item.definition() if isinstance(item, Resource) else item)
+    page, next_cursor = paginate(items, params, "resources/list", server.page_size)
+    result: dict[str, Any] = {"resources": list(page)}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+async def list_resource_templates(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``resources/templates/list``: one page of templates, in registration order."""
+    page, next_cursor = paginate(list(server.resource_templates), params, "resources/templates/list", server.page_size)
+    result: dict[str, Any] = {"resourceTemplates": [template.definition() for template in page]}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+async def read_resource(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``resources/read``: the contents of one URI, with that resource's caching hint."""
+    uri = params.get("uri")
+    if not isinstance(uri, str):
+        raise InvalidParams('resources/read needs "uri", a string')
+    resource = server.resources.get(uri)
+    if resource is not None:
+        value = await server.invoke(resource.handler, ctx)
+        contents = to_contents(uri, value, resource.mime_type)
+        hint = resource.cache
+    else:
+        for template in server.resource_templates:
+            variables = template.template.match(uri)
+            if variables is not None:
+                value = await server.invoke(template.handler, ctx, uri, variables)
+                contents = to_contents(uri, value, template.mime_type)
+                hint = template.cache
+                break
+        else:
+            raise ResourceNotFound(uri)
+    result: dict[str, Any] = {"contents": contents}
+    return (hint or server.cache_hint("resources/read")).apply(result)

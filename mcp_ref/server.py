@@ -1,0 +1,337 @@
+"""The server API: what a server author touches.
+
+A ``Server`` holds what the server offers (tools, resources, templates, prompts, completers),
+how it describes itself (name, version, instructions, capabilities), and publishes change
+notifications. It knows nothing about JSON-RPC or stdio: ``Server.run()`` hands it to the stdio
+transport, and the dispatcher calls the feature modules with it.
+
+Example::
+
+    server = Server("demo", "1.0.0")
+
+    @server.tool(description="Add two integers", input_schema={
+        "type": "object",
+        "properties": {"a": {"type": "integer"}, "b": {"type": "integer"}},
+        "required": ["a", "b"],
+    })
+    async def add(ctx, args):
+        return str(args["a"] + args["b"])
+
+    server.run()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import inspect
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Callable, Iterable
+
+from .caching import DEFAULT_LIST_HINT, DEFAULT_READ_HINT, CacheHint
+from .legacy import LegacySession
+from .mrtr import StateSealer
+from .pagination import DEFAULT_PAGE_SIZE
+from .prompts import Prompt, PromptArgument
+from .resources import Resource, ResourceTemplate
+from .subscriptions import LIST_CHANGED_FIELDS, SubscriptionHub
+from .tools import Tool
+from .versions import supported_versions
+
+LIST_KINDS = ("tools", "prompts", "resources")
+
+
+def _doc(handler: Callable[..., Any]) -> str | None:
+    """The first paragraph of a handler's docstring, as a default description."""
+    doc = inspect.getdoc(handler)
+    return doc.split("\n\n")[0].replace("\n", " ") if doc else None
+
+
+class Server:
+    """An MCP server: register features on it, then ``run()`` it over stdio.
+
+    Options:
+
+    * ``list_changed``: which lists (``"tools"``, ``"prompts"``, ``"resources"``) this server
+      announces changes of; ``True`` for all three. Declared in capabilities as ``listChanged``.
+    * ``resource_subscriptions``: the server sends ``notifications/resources/updated`` (via
+      ``notify_resource_updated``); declared as ``resources.subscribe``.
+    * ``log_messages``: handlers' ``ctx.log`` may reach the client as ``notifications/message``
+      (a deprecated feature; off by default, everything is logged to stderr regardless).
+    * ``serve_legacy``: also serve initialize-era clients (2025-11-25 and earlier). With ``False``
+      the server is modern-only and answers ``initialize`` with an error naming its versions.
+    * ``page_size``: items per page of the list methods.
+    * ``cache_hints``: ``{method: CacheHint}`` overriding the defaults (0 ms; public for lists and
+      discovery, private for ``resources/read``).
+    * ``state_key`` / ``state_ttl_seconds``: the HMAC key and lifetime of sealed MRTR request state
+      (default key: ``$MCP_REF_STATE_KEY``, else random per process).
+    * ``handler_threads``: size of the pool that runs *synchronous* handlers (I/O never uses it).
+    """
+
+    def __init__(
+        self,
+        name: str,
+        version: str,
+        *,
+        title: str | None = None,
+        instructions: str | None = None,
+        list_changed: bool | Iterable[str] = False,
+        resource_subscriptions: bool = False,
+        log_messages: bool = False,
+        serve_legacy: bool = True,
+        page_size: int = DEFAULT_PAGE_SIZE,
+        cache_hints: dict[str, CacheHint] | None = None,
+        state_key: bytes | None = None,
+        state_ttl_seconds: float = 600,
+        handler_threads: int = 4,
+    ) -> None:
+        self.info: dict[str, Any] = {"name": name, "version": version}
+        if title is not None:
+            self.info["title"] = title
+        self.instructions = instructions
+        kinds = set(LIST_KINDS) if list_changed is True else set(list_changed or ())
+        unknown = kinds - set(LIST_KINDS)
+        if unknown:
+            raise ValueError(f"list_changed: unknown list(s) {sorted(unknown)}; use {LIST_KINDS}")
+        self.list_changed_kinds = frozenset(kinds)
+        self.resource_subscriptions = resource_subscriptions
+        self.log_messages = log_messages
+        self.serve_legacy = serve_legacy
+        if page_size < 1:
+            raise ValueError("page_size must be at least 1")
+        self.page_size = page_size
+        self._cache_hints = dict(cache_hints or {})
+        self.sealer = StateSealer(state_key, state_ttl_seconds)
+        self.handler_threads = handler_threads
+
+        self.tools: dict[str, Tool] = {}
+        self.resources: dict[str, Resource] = {}
+        self.resource_templates: list[ResourceTemplate] = []
+        self.resource_listers: list[Callable[..., Any]] = []
+        self.prompts: dict[str, Prompt] = {}
+        self.completers: dict[tuple[str, str], Callable[..., Any]] = {}
+
+        self.subscriptions = SubscriptionHub()
+        self.legacy = LegacySession()
+        self._emit: Callable[[dict[str, Any]], None] | None = None
+        self._pool: ThreadPoolExecutor | None = None
+
+    # --- description ----------------------------------------------------------------------------
+
+    @property
+    def supported_versions(self) -> list[str]:
+        """Versions advertised by ``server/discover`` and in -32022 errors."""
+        return supported_versions(self.serve_legacy)
+
+    def capabilities(self, era: str = "modern") -> dict[str, Any]:
+        """Server capabilities, derived from what is registered and what the server emits."""
+        capabilities: dict[str, Any] = {}
+        if self.tools or "tools" in self.list_changed_kinds:
+            capabilities["tools"] = {"listChanged": True} if "tools" in self.list_changed_kinds else {}
+        if self.prompts or "prompts" in self.list_changed_kinds:
+            capabilities["prompts"] = {"listChanged": True} if "prompts" in self.list_changed_kinds else {}
+        if self.resources or self.resource_templates or self.resource_listers or "resources" in self.list_changed_kinds:
+            resources: dict[str, Any] = {}
+            if self.resource_subscriptions:
+                resources["subscribe"] = True
+            if "resources" in self.list_changed_kinds:
+                resources["listChanged"] = True
+            capabilities["resources"] = resources
+        if self.prompts or self.resource_templates or self.completers:
+            capabilities["completions"] = {}
+        if self.log_messages or era == "legacy":
+            # Legacy clients may call logging/setLevel, which we serve.
+            capabilities["logging"] = {}
+        return capabilities
+
+    def cache_hint(self, method: str) -> CacheHint:
+        """The caching hint for a cacheable method's complete results."""
+        hint = self._cache_hints.get(method)
+        if hint is not None:
+            return hint
+        return DEFAULT_READ_HINT if method == "resources/read" else DEFAULT_LIST_HINT
+
+    def honoured_filter(self, requested: dict[str, Any]) -> dict[str, Any]:
+        """The part of a subscription filter this server will honour (for the acknowledgement)."""
+        honoured: dict[str, Any] = {}
+        for name, (kind, _) in LIST_CHANGED_FIELDS.items():
+            if requested.get(name) is True and kind in self.list_changed_kinds:
+                honoured[name] = True
+        uris = requested.get("resourceSubscriptions")
+        if uris and self.resource_subscriptions:
+            honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        return honoured
+
+    # --- registration ---------------------------------------------------------------------------
+
+    def add_tool(self, tool: Tool) -> Tool:
+        """Register (or replace) a tool; announces the change when tools ``list_changed`` is on."""
+        self.tools[tool.name] = tool
+        self._list_changed("tools")
+        return tool
+
+    def remove_tool(self, name: str) -> None:
+        """Unregister a tool (KeyError if absent); announces the change."""
+        del self.tools[name]
+        self._list_changed("tools")
+
+    def tool(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        input_schema: dict[str, Any] | None = None,
+        output_schema: dict[str, Any] | None = None,
+        title: str | None = None,
+        annotations: dict[str, Any] | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator: register ``handler(ctx, arguments)`` as a tool (name defaults to the function's)."""
+
+        def register(handler: Callable[..., Any]) -> Callable[..., Any]:
+            schema = input_schema if input_schema is not None else {"type": "object", "additionalProperties": False}
+            self.add_tool(
+                Tool(name or handler.__name__, handler, description or _doc(handler), schema, output_schema, title, annotations, icons, meta)
+            )
+            return handler
+
+        return register
+
+    def add_resource(self, resource: Resource) -> Resource:
+        """Register (or replace) a resource with a fixed URI; announces the change."""
+        self.resources[resource.uri] = resource
+        self._list_changed("resources")
+        return resource
+
+    def resource(self, uri: str, *, name: str | None = None, cache: CacheHint | None = None, **fields: Any) -> Callable[..., Any]:
+        """Decorator: register ``handler(ctx)`` as the reader of ``uri``.
+
+        ``fields``: ``title``, ``description``, ``mime_type``, ``size``, ``annotations``, ``icons``, ``meta``.
+        """
+
+        def register(handler: Callable[..., Any]) -> Callable[..., Any]:
+            fields.setdefault("description", _doc(handler))
+            self.add_resource(Resource(uri, name or handler.__name__, handler, cache=cache, **fields))
+            return handler
+
+        return register
+
+    def resource_template(self, uri_template: str, *, name: str | None = None, cache: CacheHint | None = None, **fields: Any) -> Callable[..., Any]:
+        """Decorator: register ``handler(ctx, uri, variables)`` as the reader of every URI the template matches."""
+
+        def register(handler: Callable[..., Any]) -> Callable[..., Any]:
+            fields.setdefault("description", _doc(handler))
+            self.resource_templates.append(ResourceTemplate(uri_template, name or handler.__name__, handler, cache=cache, **fields))
+            self._list_changed("resources")
+            return handler
+
+        return register
+
+    def resource_lister(self, handler: Callable[..., Any]) -> Callable[..., Any]:
+        """Decorator: ``handler(ctx)`` returns more resources for ``resources/list`` (``Resource`` or dicts)."""
+        self.resource_listers.append(handler)
+        return handler
+
+    def add_prompt(self, prompt: Prompt) -> Prompt:
+        """Register (or replace) a prompt; announces the change."""
+        self.prompts[prompt.name] = prompt
+        self._list_changed("prompts")
+        return prompt
+
+    def remove_prompt(self, name: str) -> None:
+        """Unregister a prompt (KeyError if absent); announces the change."""
+        del self.prompts[name]
+        self._list_changed("prompts")
+
+    def prompt(
+        self,
+        name: str | None = None,
+        *,
+        description: str | None = None,
+        arguments: Iterable[PromptArgument] = (),
+        title: str | None = None,
+        icons: list[dict[str, Any]] | None = None,
+        meta: dict[str, Any] | None = None,
+    ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
+        """Decorator: register ``handler(ctx, arguments)`` as a prompt."""
+
+        def register(handler: Callable[..., Any]) -> Callable[..., Any]:
+            self.add_prompt(Prompt(name or handler.__name__, handler, title, description or _doc(handler), list(arguments), icons, meta))
+            return handler
+
+        return register
+
+    def completer(self, *, prompt: str | None = None, resource_template: str | None = None) -> Callable[..., Any]:
+        """Decorator: ``handler(ctx, argument_name, value, context_arguments)`` suggests values.
+
+        Returns a list of strings or a ``Completion``.
+        """
+        if (prompt is None) == (resource_template is None):
+            raise ValueError("give exactly one of prompt= or resource_template=")
+        key = ("ref/prompt", prompt) if prompt is not None else ("ref/resource", resource_template)
+
+        def register(handler: Callable[..., Any]) -> Callable[..., Any]:
+            self.completers[key] = handler  # type: ignore[index]
+            return handler
+
+        return register
+
+    def validate_definitions(self) -> None:
+        """Compile every tool schema now (they compile lazily otherwise). Raises on the first bad one."""
+        for tool in self.tools.values():
+            tool.compile()
+
+    # --- change notifications --------------------------------------------------------------------
+
+    def notify_list_changed(self, kind: str) -> None:
+        """Announce that the ``tools``, ``prompts`` or ``resources`` list changed."""
+        if kind not in self.list_changed_kinds:
+            raise ValueError(f"{kind} list changes are not declared; pass list_changed=[{kind!r}] to Server()")
+        self._list_changed(kind)
+
+    def notify_resource_updated(self, uri: str) -> None:
+        """Announce that the resource at ``uri`` changed, to the subscribers of that URI."""
+        if not self.resource_subscriptions:
+            raise ValueError("resource subscriptions are not declared; pass resource_subscriptions=True to Server()")
+        self.subscriptions.resource_updated(uri)
+        if self._emit is not None and self.legacy.active and uri in self.legacy.subscribed_uris:
+            self._emit({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+
+    def _list_changed(self, kind: str) -> None:
+        if kind not in self.list_changed_kinds or self._emit is None:
+            return
+        self.subscriptions.list_changed(kind)
+        if self.legacy.active:
+            self._emit({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
+
+    # --- running ----------------------------------------------------------------------------------
+
+    def bind(self, emit: Callable[[dict[str, Any]], None] | None) -> None:
+        """Connect to (or, with None, disconnect from) a running dispatcher's output."""
+        self._emit = emit
+        self.subscriptions.bind(emit)
+
+    async def invoke(self, handler: Callable[..., Any], *args: Any) -> Any:
+        """Call a handler: coroutine functions on the event loop, plain functions on the handler pool."""
+        if inspect.iscoroutinefunction(handler):
+            return await handler(*args)
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(self.handler_threads, thread_name_prefix="mcp-ref-handler")
+        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(handler, *args))
+
+    def close(self) -> None:
+        """Release the handler pool (threads still running a cancelled handler finish in the background)."""
+        if self._pool is not None:
+            self._pool.shutdown(wait=False, cancel_futures=True)
+            self._pool = None
+
+    def run(self, **options: Any) -> int:
+        """Serve over stdio until stdin closes or a signal arrives; returns the exit status (0).
+
+        ``options`` go to :func:`mcp_ref.stdio.serve_stdio` (``max_line_bytes``,
+        ``shutdown_grace_seconds``, ``max_concurrency``).
+        """
+        from .stdio import run_stdio
+
+        return run_stdio(self, **options)

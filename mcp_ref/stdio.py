@@ -1,0 +1,285 @@
+"""The stdio transport: a thin asyncio shell around ``wire`` and ``dispatcher``.
+
+Spec: basic/transports/stdio (2026-07-28).
+
+Theory of operation
+-------------------
+* **stdout is reserved.** At start we duplicate fd 1 for the protocol and point fd 1 (and
+  ``sys.stdout``) at stderr, so a stray ``print()`` -- or a C library writing to fd 1 -- lands on
+  stderr instead of corrupting the message stream. Both are restored on exit.
+* **Reading.** Pipes, sockets and TTYs are read through an asyncio read transport: bytes go
+  straight into the ``WireReader`` and each complete event to the dispatcher, with no thread and
+  no per-message task for the I/O itself. asyncio refuses regular files (``server < file``), so
+  those are read with plain ``os.read`` in chunks on the loop (a regular file never blocks).
+  When too many requests are in flight, reading pauses until the backlog drains.
+* **Writing.** One writer owns the protocol fd. ``write`` queues a whole line at once (the event
+  loop is single-threaded, so lines never interleave) and the OS gets it immediately when the
+  pipe has room; ``drain`` waits when the pipe is full (backpressure). A regular-file or closed
+  stdout is written with plain ``os.write``.
+* **Shutdown.** EOF on stdin (or SIGTERM/SIGINT) stops reading; in-flight requests get a grace
+  period to finish, the rest are cancelled, open subscriptions are closed gracefully, output is
+  flushed, and ``run_stdio`` returns 0. None of these I/O steps uses a thread pool, so busy
+  synchronous handlers can never stop the server from reading a cancellation.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import signal
+import stat
+import sys
+from typing import TYPE_CHECKING, Any
+
+from .dispatcher import Dispatcher
+from .wire import DEFAULT_MAX_LINE_BYTES, WireReader
+
+if TYPE_CHECKING:
+    from .server import Server
+
+log = logging.getLogger("mcp_ref")
+
+READ_CHUNK_BYTES = 256 * 1024
+DEFAULT_SHUTDOWN_GRACE_SECONDS = 5.0
+DEFAULT_MAX_CONCURRENCY = 64
+# Reading pauses while more than this many requests wait or run (bounded memory under a flood).
+BACKLOG_HIGH_WATER = 1024
+
+
+def _is_regular_file(fd: int) -> bool:
+    return stat.S_ISREG(os.fstat(fd).st_mode)
+
+
+class _ReadProtocol(asyncio.Protocol):
+    """Feeds bytes from an asyncio read transport into the wire reader."""
+
+    def __init__(self, session: StdioSession) -> None:
+        self._session = session
+
+    def data_received(self, data: bytes) -> None:
+        self._session.feed(data)
+
+    def eof_received(self) -> bool:
+        self._session.feed_eof()
+        return False
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._session.feed_eof()
+
+
+class _StdoutWriter(asyncio.Protocol):
+    """The single writer of protocol lines (also the asyncio protocol of the write pipe)."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._transport: asyncio.WriteTransport | None = None
+        self._paused = False
+        self._resumed: asyncio.Future[None] | None = None
+        self._broken = False
+
+    async def open(self) -> None:
+        if _is_regular_file(self._fd):
+            return  # plain os.write: a regular file takes writes without blocking
+        loop = asyncio.get_running_loop()
+        pipe = open(self._fd, "wb", buffering=0, closefd=False)
+        try:
+            self._transport, _ = await loop.connect_write_pipe(lambda: self, pipe)
+        except (ValueError, OSError):
+            # Not pollable (e.g. /dev/null): such a target never blocks either.
+            self._transport = None
+
+    # asyncio.Protocol flow control
+    def pause_writing(self) -> None:
+        self._paused = True
+
+    def resume_writing(self) -> None:
+        self._paused = False
+        if self._resumed is not None and not self._resumed.done():
+            self._resumed.set_result(None)
+
+    def connection_lost(self, exc: Exception | None) -> None:
+        self._broken = True
+        self.resume_writing()
+
+    def write(self, line: bytes) -> None:
+        if self._broken:
+            return
+        if self._transport is not None:
+            self._transport.write(line)
+            return
+        try:
+            view = memoryview(line)
+            while view:
+                view = view[os.write(self._fd, view) :]
+        except OSError as exc:
+            log.error("stdout is closed (%s); dropping output", exc)
+            self._broken = True
+
+    async def drain(self) -> None:
+        if self._paused and not self._broken:
+            self._resumed = asyncio.get_running_loop().create_future()
+            await self._resumed
+
+    async def close(self) -> None:
+        """Flush everything queued, then close the transport (the fd itself is restored by the caller)."""
+        if self._transport is None:
+            return
+        while self._transport.get_write_buffer_size() and not self._broken:
+            self._paused = True
+            await self.drain()
+        self._transport.close()
+
+
+class StdioSession:
+    """Serves one server over a pair of file descriptors until input ends or a signal arrives."""
+
+    def __init__(
+        self,
+        server: Server,
+        in_fd: int,
+        out_fd: int,
+        *,
+        max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
+        shutdown_grace_seconds: float = DEFAULT_SHUTDOWN_GRACE_SECONDS,
+        max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+    ) -> None:
+        self.server = server
+        self._in_fd = in_fd
+        self._reader = WireReader(max_line_bytes)
+        self._writer = _StdoutWriter(out_fd)
+        self._grace = shutdown_grace_seconds
+        self._max_concurrency = max_concurrency
+        self._dispatcher: Dispatcher | None = None
+        self._read_transport: asyncio.ReadTransport | None = None
+        self._done: asyncio.Event | None = None
+        self._paused = False
+
+    def feed(self, data: bytes) -> None:
+        self._reader.feed(data)
+        self._pump()
+
+    def feed_eof(self) -> None:
+        if self._reader.at_eof:
+            return
+        self._reader.feed_eof()
+        self._pump()
+        self.stop()
+
+    def stop(self) -> None:
+        """Stop reading and begin the graceful shutdown."""
+        if self._done is not None:
+            self._done.set()
+
+    def _pump(self) -> None:
+        dispatcher = self._dispatcher
+        assert dispatcher is not None
+        for event in self._reader.events():
+            dispatcher.handle(event)
+        if self._read_transport is not None and not self._paused and dispatcher.backlog > BACKLOG_HIGH_WATER:
+            self._paused = True
+            self._read_transport.pause_reading()
+            asyncio.get_running_loop().create_task(self._resume_when_drained())
+
+    async def _resume_when_drained(self) -> None:
+        assert self._dispatcher is not None
+        while self._dispatcher.backlog > BACKLOG_HIGH_WATER // 2:
+            await asyncio.sleep(0.005)
+        self._paused = False
+        if self._read_transport is not None and not self._read_transport.is_closing():
+            self._read_transport.resume_reading()
+
+    async def _read_regular_file(self) -> None:
+        assert self._dispatcher is not None
+        while not self._reader.at_eof and not self._done.is_set():  # type: ignore[union-attr]
+            data = os.read(self._in_fd, READ_CHUNK_BYTES)
+            if not data:
+                self.feed_eof()
+                return
+            self.feed(data)
+            while self._dispatcher.backlog > BACKLOG_HIGH_WATER:
+                await asyncio.sleep(0.005)
+            await asyncio.sleep(0)  # let handlers run between chunks
+
+    async def serve(self) -> None:
+        """Run until EOF or ``stop()``, then shut down gracefully."""
+        loop = asyncio.get_running_loop()
+        self._done = asyncio.Event()
+        await self._writer.open()
+        self._dispatcher = Dispatcher(self.server, self._writer, max_concurrency=self._max_concurrency)
+        file_reader = None
+        if not _is_regular_file(self._in_fd):
+            pipe = open(self._in_fd, "rb", buffering=0, closefd=False)
+            try:
+                self._read_transport, _ = await loop.connect_read_pipe(lambda: _ReadProtocol(self), pipe)
+            except (ValueError, OSError):
+                self._read_transport = None  # not pollable (e.g. /dev/null): read it like a file
+        if self._read_transport is None:
+            file_reader = loop.create_task(self._read_regular_file())
+        try:
+            await self._done.wait()
+        finally:
+            if self._read_transport is not None:
+                self._read_transport.close()
+            if file_reader is not None:
+                file_reader.cancel()
+            await self._dispatcher.shutdown(self._grace)
+            await self._writer.close()
+            self.server.close()
+
+
+def _claim_stdout() -> tuple[int, Any]:
+    """Take fd 1 for the protocol; point fd 1 and ``sys.stdout`` at stderr. Returns what to restore."""
+    sys.stdout.flush()
+    protocol_fd = os.dup(1)
+    os.set_inheritable(protocol_fd, False)
+    os.dup2(2, 1)
+    saved_stdout = sys.stdout
+    sys.stdout = sys.stderr
+    return protocol_fd, saved_stdout
+
+
+def _release_stdout(protocol_fd: int, saved_stdout: Any) -> None:
+    sys.stdout = saved_stdout
+    os.dup2(protocol_fd, 1)
+    os.close(protocol_fd)
+
+
+def _restore_blocking(*fds: int) -> None:
+    # asyncio leaves pipes and TTYs non-blocking; the fds are shared with whoever started us.
+    for fd in fds:
+        try:
+            os.set_blocking(fd, True)
+        except OSError:
+            pass
+
+
+async def serve_stdio(server: Server, **options: Any) -> None:
+    """Serve ``server`` on this process's stdin/stdout until EOF or SIGTERM/SIGINT."""
+    protocol_fd, saved_stdout = _claim_stdout()
+    in_fd = os.dup(0)
+    session = StdioSession(server, in_fd, protocol_fd, **options)
+    loop = asyncio.get_running_loop()
+    for signum in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(signum, session.stop)
+    try:
+        await session.serve()
+    finally:
+        for signum in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(signum)
+        _restore_blocking(in_fd, protocol_fd)
+        os.close(in_fd)
+        _release_stdout(protocol_fd, saved_stdout)
+
+
+def configure_logging(level: int | str | None = None) -> None:
+    """Log to stderr (never stdout). Level from the argument or ``$MCP_REF_LOG_LEVEL`` (default WARNING)."""
+    level = level or os.environ.get("MCP_REF_LOG_LEVEL", "WARNING").upper()
+    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+def run_stdio(server: Server, **options: Any) -> int:
+    """Blocking entry point for console scripts: configure stderr logging, serve, return 0."""
+    configure_logging()
+    asyncio.run(serve_stdio(server, **options))
+    return 0

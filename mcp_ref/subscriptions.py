@@ -1,0 +1,139 @@
+"""``subscriptions/listen``: long-lived notification streams over the shared stdio channel.
+
+Spec: basic/patterns/subscriptions (2026-07-28).
+
+Theory of operation
+-------------------
+A listen request stays in flight for as long as the subscription lives. Its id is the
+subscription id. When it opens, the server first sends ``notifications/subscriptions/acknowledged``
+with the subset of the requested filter it will honour (types the server cannot emit are left
+out); only then may notifications for it follow. Every notification on it carries
+``_meta["io.modelcontextprotocol/subscriptionId"]`` so the client can tell streams apart, and only
+the types its filter asked for are sent.
+
+It ends in one of two ways. The client sends ``notifications/cancelled`` for the listen id: the
+stream stops and, as for any cancelled request, no response is sent. Or the server shuts down
+(EOF on stdin, a signal): each open subscription then gets a successful response carrying its
+subscription id -- the "graceful closure" -- before the process exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any, Callable
+
+from .errors import InvalidParams
+from .meta import SUBSCRIPTION_ID
+
+if TYPE_CHECKING:
+    from .context import RequestContext
+    from .server import Server
+    from .wire import RequestId
+
+# Filter field -> (list kind, notification method).
+LIST_CHANGED_FIELDS: dict[str, tuple[str, str]] = {
+    "toolsListChanged": ("tools", "notifications/tools/list_changed"),
+    "promptsListChanged": ("prompts", "notifications/prompts/list_changed"),
+    "resourcesListChanged": ("resources", "notifications/resources/list_changed"),
+}
+LIST_CHANGED_METHOD = {kind: method for kind, method in LIST_CHANGED_FIELDS.values()}
+RESOURCE_UPDATED = "notifications/resources/updated"
+
+
+def parse_filter(params: dict[str, Any]) -> dict[str, Any]:
+    """The ``notifications`` filter of a listen request, type-checked (-32602 when malformed)."""
+    requested = params.get("notifications")
+    if not isinstance(requested, dict):
+        raise InvalidParams('subscriptions/listen needs "notifications", an object (the subscription filter)')
+    for name in LIST_CHANGED_FIELDS:
+        if name in requested and not isinstance(requested[name], bool):
+            raise InvalidParams(f'"notifications.{name}" must be a boolean')
+    uris = requested.get("resourceSubscriptions")
+    if uris is not None and not (isinstance(uris, list) and all(isinstance(u, str) for u in uris)):
+        raise InvalidParams('"notifications.resourceSubscriptions" must be an array of URI strings')
+    return requested
+
+
+@dataclass
+class Subscription:
+    """One open stream: what it honours, and the future that ends it gracefully."""
+
+    id: RequestId
+    honoured: dict[str, Any]
+    closed: asyncio.Future[None]
+
+    def wants_list(self, kind: str) -> bool:
+        return any(self.honoured.get(name) for name, (k, _) in LIST_CHANGED_FIELDS.items() if k == kind)
+
+    def wants_uri(self, uri: str) -> bool:
+        return uri in self.honoured.get("resourceSubscriptions", ())
+
+
+class SubscriptionHub:
+    """Open subscriptions, and the fan-out of change events to the ones whose filter matches."""
+
+    def __init__(self) -> None:
+        self._open: dict[Any, Subscription] = {}
+        self._emit: Callable[[dict[str, Any]], None] | None = None
+
+    def bind(self, emit: Callable[[dict[str, Any]], None] | None) -> None:
+        """Where notifications go (the dispatcher's thread-safe emit); None while not serving."""
+        self._emit = emit
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def open(self, request_id: RequestId, honoured: dict[str, Any]) -> Subscription:
+        """Register a stream and send its acknowledgement, which must precede anything else on it."""
+        subscription = Subscription(request_id, honoured, asyncio.get_running_loop().create_future())
+        self._send(subscription, "notifications/subscriptions/acknowledged", {"notifications": honoured})
+        self._open[_key(request_id)] = subscription
+        return subscription
+
+    def discard(self, request_id: RequestId) -> None:
+        """Forget a stream (its request ended or was cancelled): nothing more is sent for it."""
+        self._open.pop(_key(request_id), None)
+
+    def close_all(self) -> None:
+        """Ask every open stream to end gracefully (server shutdown)."""
+        for subscription in list(self._open.values()):
+            if not subscription.closed.done():
+                subscription.closed.set_result(None)
+
+    def list_changed(self, kind: str) -> int:
+        """Send ``notifications/<kind>/list_changed`` on every stream that asked for it. Returns how many."""
+        method = LIST_CHANGED_METHOD[kind]
+        targets = [s for s in self._open.values() if s.wants_list(kind)]
+        for subscription in targets:
+            self._send(subscription, method, {})
+        return len(targets)
+
+    def resource_updated(self, uri: str) -> int:
+        """Send ``notifications/resources/updated`` on every stream subscribed to ``uri``."""
+        targets = [s for s in self._open.values() if s.wants_uri(uri)]
+        for subscription in targets:
+            self._send(subscription, RESOURCE_UPDATED, {"uri": uri})
+        return len(targets)
+
+    def _send(self, subscription: Subscription, method: str, params: dict[str, Any]) -> None:
+        if self._emit is None:
+            return
+        params = {"_meta": {SUBSCRIPTION_ID: subscription.id}, **params}
+        self._emit({"jsonrpc": "2.0", "method": method, "params": params})
+
+
+def _key(request_id: Any) -> tuple[type, Any]:
+    # 1 and "1" are different request ids.
+    return (type(request_id), request_id)
+
+
+async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``subscriptions/listen``: acknowledge, then stay open until cancelled or shut down."""
+    honoured = server.honoured_filter(parse_filter(params))
+    subscription = server.subscriptions.open(ctx.request_id, honoured)
+    try:
+        await subscription.closed
+    finally:
+        server.subscriptions.discard(ctx.request_id)
+    return {"_meta": {SUBSCRIPTION_ID: ctx.request_id}}

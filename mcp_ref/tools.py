@@ -1,0 +1,207 @@
+"""Tools: definitions, argument validation, results, and the ``tools/*`` methods.
+
+Spec: server/tools (2026-07-28).
+
+* Names follow the spec's rules (1-128 characters of ``A-Z a-z 0-9 _ - .``) and are checked when a
+  tool is registered, as is its ``inputSchema`` (an object schema in a supported dialect).
+* Arguments are validated against ``inputSchema`` with ``jsonschema`` (compiled once per tool, on
+  first use). A violation is a tool *execution* error (``isError: true`` with text a model can act
+  on), not a protocol error; an unknown tool is -32602.
+* A tool with an ``outputSchema`` returns ``structuredContent`` that must conform to it, and also
+  the same JSON as text, for clients that read only ``content``.
+* ``ToolError`` raised by a handler becomes an ``isError: true`` result; any other exception is a
+  server fault (-32603 from the dispatcher).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any, Callable
+
+from .content import text
+from .errors import InternalError, InvalidParams, ToolError
+from .pagination import paginate
+from .schemas import SchemaError, check_bounds, compile_schema, dialect_of
+
+if TYPE_CHECKING:
+    from .context import RequestContext
+    from .server import Server
+
+TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+
+
+@dataclass
+class ToolResult:
+    """A full ``CallToolResult``: content blocks, optional structured content, error flag."""
+
+    content: list[dict[str, Any]] = field(default_factory=list)
+    structured_content: Any = None
+    is_error: bool = False
+    has_structured_content: bool = False
+
+    def __post_init__(self) -> None:
+        if self.structured_content is not None:
+            self.has_structured_content = True
+
+
+@dataclass
+class Tool:
+    """A registered tool. ``handler(ctx, arguments)`` may be a coroutine function or a plain one."""
+
+    name: str
+    handler: Callable[..., Any]
+    description: str | None = None
+    input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object", "additionalProperties": False})
+    output_schema: dict[str, Any] | None = None
+    title: str | None = None
+    annotations: dict[str, Any] | None = None
+    icons: list[dict[str, Any]] | None = None
+    meta: dict[str, Any] | None = None
+    _check_arguments: Callable[[Any], list[str]] | None = field(default=None, repr=False)
+    _check_output: Callable[[Any], list[str]] | None = field(default=None, repr=False)
+
+    def __post_init__(self) -> None:
+        if not isinstance(self.name, str) or not TOOL_NAME.fullmatch(self.name):
+            raise ValueError(
+                f"invalid tool name {self.name!r}: use 1-128 characters from A-Z, a-z, 0-9, '_', '-' and '.'"
+            )
+        if not isinstance(self.input_schema, dict) or self.input_schema.get("type") != "object":
+            raise ValueError(f"tool {self.name!r}: inputSchema must be a JSON Schema object with \"type\": \"object\"")
+        for label, schema in (("inputSchema", self.input_schema), ("outputSchema", self.output_schema)):
+            if schema is None:
+                continue
+            if not isinstance(schema, dict):
+                raise ValueError(f"tool {self.name!r}: {label} must be a JSON object")
+            try:
+                dialect_of(schema)
+                check_bounds(schema)
+            except SchemaError as exc:
+                raise ValueError(f"tool {self.name!r}: {label}: {exc}") from None
+
+    def definition(self) -> dict[str, Any]:
+        """The tool as ``tools/list`` shows it."""
+        tool: dict[str, Any] = {"name": self.name}
+        if self.title is not None:
+            tool["title"] = self.title
+        if self.description is not None:
+            tool["description"] = self.description
+        tool["inputSchema"] = self.input_schema
+        if self.output_schema is not None:
+            tool["outputSchema"] = self.output_schema
+        if self.annotations is not None:
+            tool["annotations"] = self.annotations
+        if self.icons is not None:
+            tool["icons"] = self.icons
+        if self.meta is not None:
+            tool["_meta"] = self.meta
+        return tool
+
+    def compile(self) -> None:
+        """Compile the schemas now (normally done on first call). Raises ``SchemaError`` if one is invalid."""
+        if self._check_arguments is None:
+            self._check_arguments = compile_schema(self.input_schema)
+        if self.output_schema is not None and self._check_output is None:
+            self._check_output = compile_schema(self.output_schema)
+
+    def argument_errors(self, arguments: dict[str, Any]) -> list[str]:
+        """Why ``arguments`` do not satisfy ``inputSchema`` (empty when they do)."""
+        try:
+            self.compile()
+            assert self._check_arguments is not None
+            return self._check_arguments(arguments)
+        except SchemaError as exc:
+            raise InternalError(f"Tool {self.name!r} has an unusable inputSchema: {exc}") from None
+
+    def to_result(self, value: Any) -> dict[str, Any]:
+        """Turn what a handler returned into a ``CallToolResult`` (without ``resultType``)."""
+        result = value if isinstance(value, ToolResult) else self._wrap(value)
+        out: dict[str, Any] = {"content": result.content}
+        if result.has_structured_content:
+            if self.output_schema is not None and not result.is_error:
+                self.compile()
+                assert self._check_output is not None
+                problems = self._check_output(result.structured_content)
+                if problems:
+                    raise InternalError(
+                        f"Tool {self.name!r} produced output that does not match its outputSchema",
+                        {"errors": problems[:10]},
+                    )
+            out["structuredContent"] = result.structured_content
+            if not result.content:
+                out["content"] = [text(json.dumps(result.structured_content, ensure_ascii=False))]
+        if result.is_error:
+            out["isError"] = True
+        return out
+
+    def _wrap(self, value: Any) -> ToolResult:
+        if isinstance(value, str):
+            return ToolResult([text(value)])
+        if _is_content_block(value):
+            return ToolResult([value])
+        if isinstance(value, list) and value and all(_is_content_block(item) for item in value):
+            return ToolResult(list(value))
+        if isinstance(value, (bytes, bytearray)):
+            raise TypeError(f"tool {self.name!r} returned bytes; wrap binary data with content.image/audio/blob_resource")
+        if self.output_schema is not None:
+            return ToolResult(structured_content=value, has_structured_content=True)
+        if value is None:
+            return ToolResult([])
+        return ToolResult([text(json.dumps(value, ensure_ascii=False))])
+
+
+def _is_content_block(value: Any) -> bool:
+    return isinstance(value, dict) and isinstance(value.get("type"), str)
+
+
+def tool_error_result(message: str) -> dict[str, Any]:
+    """A ``CallToolResult`` reporting a tool execution error."""
+    return {"content": [text(message)], "isError": True}
+
+
+def parse_call(params: dict[str, Any], tools: dict[str, Tool]) -> tuple[Tool, dict[str, Any]]:
+    """The tool and arguments a ``tools/call`` names. -32602 for a malformed call or an unknown tool."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams('tools/call needs "name", a string')
+    tool = tools.get(name)
+    if tool is None:
+        raise InvalidParams(f"Unknown tool: {name}", {"name": name})
+    arguments = params.get("arguments", {})
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidParams('tools/call "arguments" must be an object')
+    return tool, arguments
+
+
+def invalid_arguments_result(tool: Tool, problems: list[str]) -> dict[str, Any]:
+    """The tool execution error for arguments that fail ``inputSchema``: actionable for a model."""
+    listed = "\n".join(f"- {problem}" for problem in problems[:20])
+    return tool_error_result(f"Invalid arguments for tool {tool.name!r}:\n{listed}")
+
+
+# --- the methods -------------------------------------------------------------------------------
+
+
+async def list_tools(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``tools/list``: one page of tools, in registration order."""
+    page, next_cursor = paginate(list(server.tools.values()), params, "tools/list", server.page_size)
+    result: dict[str, Any] = {"tools": [tool.definition() for tool in page]}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result
+
+
+async def call_tool(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+    """``tools/call``: validate the arguments, run the handler, shape its result."""
+    tool, arguments = parse_call(params, server.tools)
+    problems = tool.argument_errors(arguments)
+    if problems:
+        return invalid_arguments_result(tool, problems)
+    try:
+        value = await server.invoke(tool.handler, ctx, arguments)
+    except ToolError as exc:
+        return tool_error_result(str(exc) or type(exc).__name__)
+    return tool.to_result(value)
