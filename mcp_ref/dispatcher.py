@@ -248,8 +248,9 @@ class Dispatcher:
         server = self.server
         if modern and method == "initialize" and not carries_modern_meta(params):
             # A modern-only server: name our versions so a legacy user sees why (basic/versioning).
+            requested = params.get("protocolVersion")
             raise UnsupportedProtocolVersion(
-                params.get("protocolVersion"),
+                requested if isinstance(requested, str) else "",
                 list(MODERN_VERSIONS),
                 f"This server speaks only MCP {', '.join(MODERN_VERSIONS)} (no initialize handshake); "
                 "upgrade the client to a version that sends per-request _meta",

@@ -52,12 +52,15 @@ NOTIFICATIONS = {
     "notifications/subscriptions/acknowledged": "SubscriptionsAcknowledgedNotification",
     "notifications/cancelled": "CancelledNotification",
 }
-MODERN_ERRORS = {
+# Standard codes: the schema defines the error *object*; MCP codes: the whole response.
+MODERN_ERROR_OBJECTS = {
     -32700: "ParseError",
     -32600: "InvalidRequestError",
     -32601: "MethodNotFoundError",
     -32602: "InvalidParamsError",
     -32603: "InternalError",
+}
+MODERN_ERROR_RESPONSES = {
     -32021: "MissingRequiredClientCapabilityError",
     -32022: "UnsupportedProtocolVersionError",
 }
@@ -110,10 +113,12 @@ def _check(version: str, results: dict[str, str], message: dict[str, Any], metho
         validate(version, "JSONRPCErrorResponse", message)
         if version == "2026-07-28":
             code = message["error"]["code"]
-            if -32019 <= code <= -32000 or (-32099 <= code <= -32020 and code not in MODERN_ERRORS) or code == -32002:
+            if -32019 <= code <= -32000 or (-32099 <= code <= -32020 and code not in MODERN_ERROR_RESPONSES):
                 raise SchemaViolation(f"error code {code} must not be emitted in 2026-07-28")
-            if code in MODERN_ERRORS:
-                validate(version, MODERN_ERRORS[code], message)
+            if code in MODERN_ERROR_OBJECTS:
+                validate(version, MODERN_ERROR_OBJECTS[code], message["error"])
+            if code in MODERN_ERROR_RESPONSES:
+                validate(version, MODERN_ERROR_RESPONSES[code], message)
         return
     validate(version, "JSONRPCResultResponse", message)
     result = message["result"]
