@@ -362,6 +362,12 @@ class Dispatcher:
 
     # --- shutdown -------------------------------------------------------------------------------
 
+    def cancel_in_flight(self) -> None:
+        """Cancel every running request except subscriptions (they close gracefully in ``shutdown``)."""
+        for entry in list(self._in_flight.values()):
+            if entry.method != "subscriptions/listen":
+                entry.task.cancel()
+
     async def shutdown(self, grace_seconds: float) -> None:
         """Finish in-flight work within ``grace_seconds``, cancel the rest, close subscriptions gracefully."""
         work = [e.task for e in self._in_flight.values() if e.method != "subscriptions/listen"]

@@ -19,6 +19,9 @@ removed where an older client could choke on them:
 =============  =======================================================================
 older than     what is removed or rewritten
 =============  =======================================================================
+(all legacy)   a tool ``outputSchema`` whose root is not ``type: object``, and a
+               ``structuredContent`` that is not an object (2025-11-25 allowed only
+               objects; the text content still carries the value)
 2025-11-25     ``icons`` (tools, prompts, resources, templates, serverInfo)
 2025-06-18     ``title`` (everywhere), tool ``outputSchema``, ``structuredContent``;
                ``resource_link`` content becomes a text block naming the URI
@@ -134,33 +137,43 @@ def to_legacy_result(method: str, result: dict[str, Any], version: str) -> dict[
         meta.pop(SERVER_INFO, None)
         if not meta:
             del result["_meta"]
+    if "structuredContent" in result and not isinstance(result["structuredContent"], dict):
+        del result["structuredContent"]
+    # Rebuild rather than edit: list items and messages may be the server author's own objects.
+    for key in _LIST_KEYS:
+        if key in result:
+            result[key] = [_legacy_item(item, version) for item in result[key]]
+    if "serverInfo" in result:
+        result["serverInfo"] = _legacy_item(result["serverInfo"], version)
     if version >= "2025-11-25":
         return result
-    for key in _LIST_KEYS:
-        for item in result.get(key, ()):
-            _strip_item(item, version)
-    if "serverInfo" in result:
-        _strip_item(result["serverInfo"], version)
     if version < "2025-06-18":
         result.pop("structuredContent", None)
     if "content" in result:
         result["content"] = [_downgrade_block(block, version) for block in result["content"]]
-    for message in result.get("messages", ()):
-        message["content"] = _downgrade_block(message["content"], version)
+    if "messages" in result:
+        result["messages"] = [{**m, "content": _downgrade_block(m["content"], version)} for m in result["messages"]]
     if version < "2025-03-26" and isinstance(result.get("capabilities"), dict):
         result["capabilities"].pop("completions", None)
     return result
 
 
-def _strip_item(item: dict[str, Any], version: str) -> None:
+def _legacy_item(item: dict[str, Any], version: str) -> dict[str, Any]:
+    """A copy of a listed item (tool, prompt, resource, template, serverInfo) without newer fields."""
+    item = dict(item)
+    if "outputSchema" in item and item["outputSchema"].get("type") != "object":
+        del item["outputSchema"]
+    if version >= "2025-11-25":
+        return item
     item.pop("icons", None)
     if version < "2025-06-18":
         item.pop("title", None)
         item.pop("outputSchema", None)
-        for argument in item.get("arguments", ()):
-            argument.pop("title", None)
-    if version < "2025-03-26":
-        item.pop("annotations", None) if "inputSchema" in item else None
+        if "arguments" in item:
+            item["arguments"] = [{k: v for k, v in a.items() if k != "title"} for a in item["arguments"]]
+    if version < "2025-03-26" and "inputSchema" in item:
+        item.pop("annotations", None)  # tool annotations arrived in 2025-03-26
+    return item
 
 
 def _downgrade_block(block: dict[str, Any], version: str) -> dict[str, Any]:

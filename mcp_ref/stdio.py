@@ -17,8 +17,8 @@ Theory of operation
   pipe has room; ``drain`` waits when the pipe is full (backpressure). A regular-file or closed
   stdout is written with plain ``os.write``.
 * **Shutdown.** EOF on stdin (or SIGTERM/SIGINT) stops reading; in-flight requests get a grace
-  period to finish, the rest are cancelled, open subscriptions are closed gracefully, output is
-  flushed, and ``run_stdio`` returns 0. None of these I/O steps uses a thread pool, so busy
+  period to finish (a second signal ends it at once), the rest are cancelled, open subscriptions
+  are closed gracefully, output is flushed, and ``run_stdio`` returns 0. None of these I/O steps uses a thread pool, so busy
   synchronous handlers can never stop the server from reading a cancellation.
 """
 
@@ -167,9 +167,12 @@ class StdioSession:
         self.stop()
 
     def stop(self) -> None:
-        """Stop reading and begin the graceful shutdown."""
-        if self._done is not None:
-            self._done.set()
+        """Stop reading and begin the graceful shutdown; a second call (a second signal) stops waiting."""
+        if self._done is None:
+            return
+        if self._done.is_set() and self._dispatcher is not None:
+            self._dispatcher.cancel_in_flight()
+        self._done.set()
 
     def _pump(self) -> None:
         dispatcher = self._dispatcher
