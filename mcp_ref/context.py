@@ -62,7 +62,7 @@ class RequestContext:
         self.client_info = client_info
         self.log_level = log_level
         self.progress_token = progress_token
-        self.input_responses: Mapping[str, Any] = input_responses or {}
+        self.input_responses: Mapping[str, Any] = input_responses if input_responses is not None else {}
         self.state = state  # the handler's own state from a verified requestState, else None
         self._emit = emit
         self._finished = False
@@ -143,7 +143,8 @@ class RequestContext:
         """Answers for every key, or raise ``InputRequired`` for the ones not yet answered.
 
         Keys the client answered but we did not ask for are ignored; a malformed answer to a key we
-        asked for is -32602.
+        asked for is -32602. Answers given in earlier rounds count too (they travel in the sealed
+        ``requestState``), so a client is never asked the same key twice.
         """
         answers: dict[str, dict[str, Any]] = {}
         missing: dict[str, dict[str, Any]] = {}

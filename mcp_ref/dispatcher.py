@@ -280,9 +280,12 @@ class Dispatcher:
                 input_responses=input_responses,
             )
             if method in MRTR_METHODS:
-                input_responses.update(parse_input_responses(params))
+                fresh = parse_input_responses(params)
                 if "requestState" in params:
-                    context.state = server.sealer.open(params["requestState"], method, params)
+                    opened = server.sealer.open(params["requestState"], method, params)
+                    context.state = opened.state
+                    input_responses.update(opened.answered)
+                input_responses.update(fresh)  # this round's answers win over carried ones
         else:
             session = server.legacy
             context = RequestContext(
@@ -333,7 +336,9 @@ class Dispatcher:
         result: dict[str, Any] = {"resultType": "input_required"}
         if needed.requests:
             result["inputRequests"] = needed.requests
-        result["requestState"] = self.server.sealer.seal(method, request.params, needed.state)
+        # Every answer received so far rides along, so later rounds never ask for it again.
+        answered = dict(entry.context.input_responses)
+        result["requestState"] = self.server.sealer.seal(method, request.params, needed.state, answered)
         result["_meta"] = {SERVER_INFO: self.server.info}
         return result
 

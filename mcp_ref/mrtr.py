@@ -14,13 +14,16 @@ returns it. Otherwise it raises ``InputRequired``; the dispatcher turns that int
 ``InputRequiredResult`` (``resultType: "input_required"``) and the client retries the *same*
 method, with a new JSON-RPC id, the answers in ``inputResponses`` and our ``requestState`` echoed.
 The handler simply runs again from the top; it is never suspended between rounds, so nothing is
-kept in memory and a retry may even reach a restarted server.
+kept in memory and a retry may even reach a restarted server. Answers received in earlier rounds
+travel inside the sealed ``requestState``, so a handler that asks one thing after another
+(``a = ctx.ask(...)`` then ``b = ctx.ask(...)``) sees every earlier answer in every later round.
+A key is answered once: to ask the user again, use a new key.
 
 ``requestState`` passes through the client, so it is attacker-controlled. ``StateSealer`` seals
 it with HMAC-SHA256 over a payload that binds the method, a digest of the request's salient
 params (tool name and arguments, prompt name and arguments, or resource URI), an expiry, and the
-handler's own state. A token that fails any check is rejected with -32602 before the handler
-runs. The key comes from ``MCP_REF_STATE_KEY`` when set; otherwise it is random per process, so a
+handler's own state (plus the answers received so far, so a client may answer a few keys per
+round). A token that fails any check is rejected with -32602 before the handler runs. The key comes from ``MCP_REF_STATE_KEY`` when set; otherwise it is random per process, so a
 restarted server rejects old tokens and the client is simply asked again.
 
 Only ``tools/call``, ``prompts/get`` and ``resources/read`` may answer ``input_required``, and only
@@ -36,7 +39,7 @@ import hmac
 import json
 import os
 import time
-from typing import Any, Mapping
+from typing import Any, Mapping, NamedTuple
 
 from .errors import InvalidParams, MissingRequiredClientCapability
 from .meta import client_has_capability
@@ -196,6 +199,13 @@ def _load_key() -> bytes:
     return os.urandom(32)
 
 
+class OpenedState(NamedTuple):
+    """What a verified ``requestState`` carried: the handler's state and the answers given so far."""
+
+    state: Any
+    answered: dict[str, Any]
+
+
 class StateSealer:
     """Seals and opens ``requestState`` tokens: ``base64url(payload) "." base64url(HMAC-SHA256)``."""
 
@@ -210,16 +220,30 @@ class StateSealer:
     def _mac(self, payload: bytes) -> bytes:
         return hmac.new(self._key, payload, hashlib.sha256).digest()
 
-    def seal(self, method: str, params: dict[str, Any], state: Any, now: float | None = None) -> str:
-        """A token binding ``state`` to this method and these salient params, valid for ``ttl_seconds``."""
-        expires = int((time.time() if now is None else now) + self.ttl_seconds)
-        payload = json.dumps(
-            {"m": method, "b": self._binding(method, params), "e": expires, "s": state}, separators=(",", ":")
-        ).encode()
+    def seal(
+        self,
+        method: str,
+        params: dict[str, Any],
+        state: Any,
+        answered: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> str:
+        """A token binding ``state`` (and earlier answers) to this method and these salient params,
+        valid for ``ttl_seconds``. A random nonce makes every token unique, even for equal state."""
+        sealed: dict[str, Any] = {
+            "m": method,
+            "b": self._binding(method, params),
+            "e": int((time.time() if now is None else now) + self.ttl_seconds),
+            "n": _b64(os.urandom(9)),
+            "s": state,
+        }
+        if answered:
+            sealed["a"] = dict(answered)
+        payload = json.dumps(sealed, separators=(",", ":")).encode()
         return f"{_b64(payload)}.{_b64(self._mac(payload))}"
 
-    def open(self, token: Any, method: str, params: dict[str, Any], now: float | None = None) -> Any:
-        """The handler state inside a token presented with this request; -32602 if it fails any check."""
+    def open(self, token: Any, method: str, params: dict[str, Any], now: float | None = None) -> OpenedState:
+        """What a token presented with this request carries; -32602 if it fails any check."""
         if not isinstance(token, str):
             raise InvalidParams("requestState must be a string")
         try:
@@ -234,4 +258,4 @@ class StateSealer:
             raise InvalidParams("requestState has expired; retry the request without it")
         if sealed["m"] != method or sealed["b"] != self._binding(method, params):
             raise InvalidParams("requestState was issued for a different request")
-        return sealed["s"]
+        return OpenedState(sealed["s"], sealed.get("a", {}))
