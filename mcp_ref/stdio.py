@@ -281,8 +281,35 @@ def configure_logging(level: int | str | None = None) -> None:
     logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
 
 
+# Environment overrides for the transport limits, so users of a packaged server can tune them.
+ENVIRONMENT_OPTIONS = {
+    "MCP_REF_MAX_LINE_BYTES": ("max_line_bytes", int),
+    "MCP_REF_SHUTDOWN_GRACE_SECONDS": ("shutdown_grace_seconds", float),
+    "MCP_REF_MAX_CONCURRENCY": ("max_concurrency", int),
+}
+
+
+def options_from_environment(environ: dict[str, str] | None = None) -> dict[str, Any]:
+    """Transport options set through ``MCP_REF_*`` environment variables (invalid values are reported and ignored)."""
+    environ = os.environ if environ is None else environ
+    options: dict[str, Any] = {}
+    for variable, (name, kind) in ENVIRONMENT_OPTIONS.items():
+        if variable in environ:
+            try:
+                value = kind(environ[variable])
+                if value <= 0:
+                    raise ValueError("must be positive")
+                options[name] = value
+            except ValueError as exc:
+                log.error("ignoring %s=%r: %s", variable, environ[variable], exc)
+    return options
+
+
 def run_stdio(server: Server, **options: Any) -> int:
-    """Blocking entry point for console scripts: configure stderr logging, serve, return 0."""
+    """Blocking entry point for console scripts: configure stderr logging, serve, return 0.
+
+    Explicit ``options`` win over ``MCP_REF_*`` environment variables.
+    """
     configure_logging()
-    asyncio.run(serve_stdio(server, **options))
+    asyncio.run(serve_stdio(server, **{**options_from_environment(), **options}))
     return 0
