@@ -198,6 +198,12 @@ class Dispatcher:
             log.debug("cancellation of unknown or finished request %r ignored", request_id)
             return
         log.info("request %r (%s) cancelled by the client%s", request_id, entry.method, f": {reason}" if reason else "")
+        self._cancel_entry(entry)
+
+    @staticmethod
+    def _cancel_entry(entry: InFlight) -> None:
+        # The flag is for synchronous handlers (they cannot be interrupted, but can poll
+        # ctx.cancelled); the task cancellation interrupts coroutines at their next await.
         entry.cancelled = True
         if entry.context is not None:
             entry.context._cancelled = True
@@ -302,12 +308,14 @@ class Dispatcher:
         entry.context = context
         context._cancelled = entry.cancelled
 
-        if method == "subscriptions/listen":
-            result = await handler(server, context, params)
-        else:
-            async with self._slots:
+        try:
+            if method == "subscriptions/listen":
                 result = await handler(server, context, params)
-        context._finish()
+            else:
+                async with self._slots:
+                    result = await handler(server, context, params)
+        finally:
+            context._finish()  # no progress or log notification may follow the response
         if modern:
             return self._complete(method, result)
         return legacy.to_legacy_result(method, result, server.legacy.version or "")
@@ -371,16 +379,16 @@ class Dispatcher:
         """Cancel every running request except subscriptions (they close gracefully in ``shutdown``)."""
         for entry in list(self._in_flight.values()):
             if entry.method != "subscriptions/listen":
-                entry.task.cancel()
+                self._cancel_entry(entry)
 
     async def shutdown(self, grace_seconds: float) -> None:
         """Finish in-flight work within ``grace_seconds``, cancel the rest, close subscriptions gracefully."""
         work = [e.task for e in self._in_flight.values() if e.method != "subscriptions/listen"]
         if work:
             _, pending = await asyncio.wait(work, timeout=grace_seconds)
-            for task in pending:
-                log.warning("shutting down: cancelling a request still running after %.1f s", grace_seconds)
-                task.cancel()
+            if pending:
+                log.warning("shutting down: cancelling %d request(s) still running after %.1f s", len(pending), grace_seconds)
+                self.cancel_in_flight()
             await asyncio.gather(*pending, return_exceptions=True)
         self.server.subscriptions.close_all()
         listens = [e.task for e in self._in_flight.values()]

@@ -67,7 +67,7 @@ def parse_request_meta(params: dict[str, Any], advertised_versions: list[str]) -
     if client_info is not None and not isinstance(client_info, dict):
         raise InvalidParams(f"params._meta[{CLIENT_INFO!r}] must be an object")
     log_level = meta.get(LOG_LEVEL)
-    if log_level is not None and log_level not in LOG_LEVEL_RANK:
+    if LOG_LEVEL in meta and log_level not in LOG_LEVEL_RANK:
         raise InvalidParams(f"params._meta[{LOG_LEVEL!r}] must be one of: {', '.join(LOG_LEVELS)}")
     return RequestMeta(version, capabilities, client_info, log_level, parse_progress_token(meta))
 

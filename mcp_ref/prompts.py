@@ -103,7 +103,7 @@ class Prompt:
             value = value.messages
         if isinstance(value, str):
             messages = [prompt_message("user", value)]
-        elif isinstance(value, list) and all(isinstance(m, dict) and "role" in m and "content" in m for m in value):
+        elif isinstance(value, list) and all(_is_message(m) for m in value):
             messages = value
         else:
             raise InternalError(f"Prompt {self.name!r} handler returned something that is not messages")
@@ -111,6 +111,16 @@ class Prompt:
         if description is not None:
             result["description"] = description
         return result
+
+
+def _is_message(value: Any) -> bool:
+    """A ``PromptMessage``: a user or assistant role and one content block."""
+    return (
+        isinstance(value, dict)
+        and value.get("role") in ("user", "assistant")
+        and isinstance(value.get("content"), dict)
+        and isinstance(value["content"].get("type"), str)
+    )
 
 
 # --- the methods -------------------------------------------------------------------------------

@@ -159,4 +159,7 @@ async def read_resource(server: Server, ctx: RequestContext, params: dict[str, A
         else:
             raise ResourceNotFound(uri)
     result: dict[str, Any] = {"contents": contents}
-    return (hint or server.cache_hint("resources/read")).apply(result)
+    hint = hint or server.cache_hint("resources/read")
+    if "inputResponses" in params or "requestState" in params:
+        hint = CacheHint(0, hint.scope)  # an MRTR retry depends on answers outside the cache key
+    return hint.apply(result)

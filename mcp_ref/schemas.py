@@ -101,7 +101,9 @@ def compile_schema(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
         validator_class.check_schema(schema)
     except jsonschema.SchemaError as exc:
         raise SchemaError(f"invalid schema: {exc.message}") from None
-    validator = validator_class(schema, registry=_offline_registry(), format_checker=validator_class.FORMAT_CHECKER)
+    registry = _offline_registry()
+    _check_references(schema, registry, Unresolvable)
+    validator = validator_class(schema, registry=registry, format_checker=validator_class.FORMAT_CHECKER)
 
     def errors_of(instance: Any) -> list[str]:
         try:
@@ -111,6 +113,32 @@ def compile_schema(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
         return [_describe(error) for error in found]
 
     return errors_of
+
+
+def _check_references(schema: dict[str, Any], registry: Any, unresolvable: type[Exception]) -> None:
+    """Resolve every ``$ref`` now, so a schema that points outside itself is rejected up front
+    instead of failing only for the arguments that happen to reach the reference."""
+    from referencing.jsonschema import specification_with
+
+    specification = specification_with(schema.get("$schema", "https://json-schema.org/draft/2020-12/schema"))
+    resource = specification.create_resource(schema)
+    base = resource.id() or ""
+    resolver = registry.with_resource(base, resource).resolver(base_uri=base)
+    stack: list[Any] = [schema]
+    while stack:
+        value = stack.pop()
+        if isinstance(value, dict):
+            if value is not schema and isinstance(value.get("$id"), str):
+                continue  # a nested resource with its own base URI: resolved by the validator itself
+            reference = value.get("$ref")
+            if isinstance(reference, str):
+                try:
+                    resolver.lookup(reference)
+                except unresolvable as exc:
+                    raise SchemaError(f"$ref {reference!r} cannot be resolved inside the schema (network references are never fetched): {exc}") from None
+            stack.extend(value.values())
+        elif isinstance(value, list):
+            stack.extend(value)
 
 
 def _describe(error: Any) -> str:

@@ -23,8 +23,8 @@ Example::
 from __future__ import annotations
 
 import asyncio
-import functools
 import inspect
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any, Callable, Iterable
 
@@ -115,6 +115,8 @@ class Server:
         self.legacy = LegacySession()
         self._emit: Callable[[dict[str, Any]], None] | None = None
         self._pool: ThreadPoolExecutor | None = None
+        self._busy_threads = 0
+        self._busy_lock = threading.Lock()
 
     # --- description ----------------------------------------------------------------------------
 
@@ -318,10 +320,24 @@ class Server:
             return await handler(*args)
         if self._pool is None:
             self._pool = ThreadPoolExecutor(self.handler_threads, thread_name_prefix="mcp-ref-handler")
-        return await asyncio.get_running_loop().run_in_executor(self._pool, functools.partial(handler, *args))
+        return await asyncio.get_running_loop().run_in_executor(self._pool, self._run_sync, handler, args)
+
+    def _run_sync(self, handler: Callable[..., Any], args: tuple[Any, ...]) -> Any:
+        with self._busy_lock:
+            self._busy_threads += 1
+        try:
+            return handler(*args)
+        finally:
+            with self._busy_lock:
+                self._busy_threads -= 1
+
+    @property
+    def busy_handler_threads(self) -> int:
+        """Synchronous handlers running right now (they cannot be interrupted, only asked via ``ctx.cancelled``)."""
+        return self._busy_threads
 
     def close(self) -> None:
-        """Release the handler pool (threads still running a cancelled handler finish in the background)."""
+        """Release the handler pool without waiting for handlers that are still running."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None

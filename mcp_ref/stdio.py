@@ -27,9 +27,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import selectors
 import signal
 import stat
 import sys
+import time
 from typing import TYPE_CHECKING, Any
 
 from .dispatcher import Dispatcher
@@ -45,10 +47,23 @@ DEFAULT_SHUTDOWN_GRACE_SECONDS = 5.0
 DEFAULT_MAX_CONCURRENCY = 64
 # Reading pauses while more than this many requests wait or run (bounded memory under a flood).
 BACKLOG_HIGH_WATER = 1024
+# After shutdown, how long cancelled synchronous handlers get to notice and return.
+SYNC_HANDLER_EXIT_WAIT_SECONDS = 1.0
 
 
-def _is_regular_file(fd: int) -> bool:
-    return stat.S_ISREG(os.fstat(fd).st_mode)
+def _is_pollable(fd: int) -> bool:
+    """Can the event loop wait on this fd? Pipes, sockets and TTYs: yes. Regular files and
+    /dev/null: no (epoll refuses them), so those are read and written with plain os calls."""
+    if stat.S_ISREG(os.fstat(fd).st_mode):
+        return False
+    selector = selectors.DefaultSelector()
+    try:
+        selector.register(fd, selectors.EVENT_READ)
+    except (OSError, ValueError):
+        return False
+    finally:
+        selector.close()
+    return True
 
 
 class _ReadProtocol(asyncio.Protocol):
@@ -69,38 +84,44 @@ class _ReadProtocol(asyncio.Protocol):
 
 
 class _StdoutWriter(asyncio.Protocol):
-    """The single writer of protocol lines (also the asyncio protocol of the write pipe)."""
+    """The single writer of protocol lines (also the asyncio protocol of the write pipe).
+
+    ``write`` never blocks and never splits a line; ``drain`` waits while the pipe is full (every
+    waiter is woken when it empties); ``close`` flushes what is queued, bounded by a timeout in
+    case the peer stopped reading.
+    """
 
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self._transport: asyncio.WriteTransport | None = None
-        self._paused = False
-        self._resumed: asyncio.Future[None] | None = None
+        self._resumed: asyncio.Future[None] | None = None  # shared by every waiter while paused
+        self._closed: asyncio.Future[None] | None = None
         self._broken = False
 
     async def open(self) -> None:
-        if _is_regular_file(self._fd):
-            return  # plain os.write: a regular file takes writes without blocking
+        if not _is_pollable(self._fd):
+            return  # plain os.write: regular files and /dev/null take writes without blocking
         loop = asyncio.get_running_loop()
+        self._closed = loop.create_future()
         pipe = open(self._fd, "wb", buffering=0, closefd=False)
-        try:
-            self._transport, _ = await loop.connect_write_pipe(lambda: self, pipe)
-        except (ValueError, OSError):
-            # Not pollable (e.g. /dev/null): such a target never blocks either.
-            self._transport = None
+        self._transport, _ = await loop.connect_write_pipe(lambda: self, pipe)
 
     # asyncio.Protocol flow control
     def pause_writing(self) -> None:
-        self._paused = True
+        if self._resumed is None or self._resumed.done():
+            self._resumed = asyncio.get_running_loop().create_future()
 
     def resume_writing(self) -> None:
-        self._paused = False
         if self._resumed is not None and not self._resumed.done():
             self._resumed.set_result(None)
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if exc is not None:
+            log.error("stdout closed by the peer (%s); dropping further output", exc)
         self._broken = True
         self.resume_writing()
+        if self._closed is not None and not self._closed.done():
+            self._closed.set_result(None)
 
     def write(self, line: bytes) -> None:
         if self._broken:
@@ -117,18 +138,20 @@ class _StdoutWriter(asyncio.Protocol):
             self._broken = True
 
     async def drain(self) -> None:
-        if self._paused and not self._broken:
-            self._resumed = asyncio.get_running_loop().create_future()
-            await self._resumed
+        resumed = self._resumed
+        if resumed is not None and not resumed.done() and not self._broken:
+            await asyncio.shield(resumed)
 
-    async def close(self) -> None:
-        """Flush everything queued, then close the transport (the fd itself is restored by the caller)."""
-        if self._transport is None:
+    async def close(self, timeout: float) -> None:
+        """Flush everything queued (asyncio writes the buffer out before closing), then close."""
+        if self._transport is None or self._closed is None:
             return
-        while self._transport.get_write_buffer_size() and not self._broken:
-            self._paused = True
-            await self.drain()
         self._transport.close()
+        try:
+            await asyncio.wait_for(asyncio.shield(self._closed), timeout)
+        except asyncio.TimeoutError:
+            log.error("stdout did not drain within %.1f s (is the client still reading?); giving up", timeout)
+            self._transport.abort()
 
 
 class StdioSession:
@@ -160,17 +183,20 @@ class StdioSession:
         self._pump()
 
     def feed_eof(self) -> None:
+        """End of input: serve what was read, then shut down gracefully."""
         if self._reader.at_eof:
             return
         self._reader.feed_eof()
         self._pump()
-        self.stop()
+        if self._done is not None:
+            self._done.set()
 
     def stop(self) -> None:
-        """Stop reading and begin the graceful shutdown; a second call (a second signal) stops waiting."""
+        """A signal: shut down gracefully; if already shutting down, stop waiting for in-flight work."""
         if self._done is None:
             return
         if self._done.is_set() and self._dispatcher is not None:
+            log.warning("signalled again while shutting down: cancelling in-flight requests now")
             self._dispatcher.cancel_in_flight()
         self._done.set()
 
@@ -192,7 +218,7 @@ class StdioSession:
         if self._read_transport is not None and not self._read_transport.is_closing():
             self._read_transport.resume_reading()
 
-    async def _read_regular_file(self) -> None:
+    async def _read_file(self) -> None:
         assert self._dispatcher is not None
         while not self._reader.at_eof and not self._done.is_set():  # type: ignore[union-attr]
             data = os.read(self._in_fd, READ_CHUNK_BYTES)
@@ -211,14 +237,11 @@ class StdioSession:
         await self._writer.open()
         self._dispatcher = Dispatcher(self.server, self._writer, max_concurrency=self._max_concurrency)
         file_reader = None
-        if not _is_regular_file(self._in_fd):
+        if _is_pollable(self._in_fd):
             pipe = open(self._in_fd, "rb", buffering=0, closefd=False)
-            try:
-                self._read_transport, _ = await loop.connect_read_pipe(lambda: _ReadProtocol(self), pipe)
-            except (ValueError, OSError):
-                self._read_transport = None  # not pollable (e.g. /dev/null): read it like a file
-        if self._read_transport is None:
-            file_reader = loop.create_task(self._read_regular_file())
+            self._read_transport, _ = await loop.connect_read_pipe(lambda: _ReadProtocol(self), pipe)
+        else:
+            file_reader = loop.create_task(self._read_file())
         try:
             await self._done.wait()
         finally:
@@ -227,7 +250,7 @@ class StdioSession:
             if file_reader is not None:
                 file_reader.cancel()
             await self._dispatcher.shutdown(self._grace)
-            await self._writer.close()
+            await self._writer.close(timeout=self._grace + 5.0)
             self.server.close()
 
 
@@ -312,4 +335,16 @@ def run_stdio(server: Server, **options: Any) -> int:
     """
     configure_logging()
     asyncio.run(serve_stdio(server, **{**options_from_environment(), **options}))
+    # Cancelled synchronous handlers see ctx.cancelled and usually stop within moments.
+    deadline = time.monotonic() + SYNC_HANDLER_EXIT_WAIT_SECONDS
+    while server.busy_handler_threads and time.monotonic() < deadline:
+        time.sleep(0.01)
+    if server.busy_handler_threads:
+        # Worker threads are joined at interpreter exit; a synchronous handler that ignores
+        # ctx.cancelled would hold the process long after the client is gone. Everything the
+        # client can see is flushed already, so leave now.
+        log.warning("exiting with %d synchronous handler(s) still running", server.busy_handler_threads)
+        logging.shutdown()
+        sys.stderr.flush()
+        os._exit(0)
     return 0

@@ -117,6 +117,8 @@ class Tool:
     def to_result(self, value: Any) -> dict[str, Any]:
         """Turn what a handler returned into a ``CallToolResult`` (without ``resultType``)."""
         result = value if isinstance(value, ToolResult) else self._wrap(value)
+        if self.output_schema is not None and not result.is_error and not result.has_structured_content:
+            raise InternalError(f"Tool {self.name!r} has an outputSchema but returned no structured content")
         out: dict[str, Any] = {"content": result.content}
         if result.has_structured_content:
             if self.output_schema is not None and not result.is_error:

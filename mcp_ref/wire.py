@@ -186,8 +186,10 @@ class WireReader:
         pending = len(buffer)
         if self._discarding:
             buffer.clear()
+            self._scan_from = 0
         elif pending > self.max_line_bytes:
             buffer.clear()
+            self._scan_from = 0
             self._discarding = True
             yield self._oversized()
         else:
