@@ -64,6 +64,7 @@ class RequestContext:
         self.progress_token = progress_token
         self.input_responses: Mapping[str, Any] = input_responses if input_responses is not None else {}
         self.state = state  # the handler's own state from a verified requestState, else None
+        self.answered: dict[str, dict[str, Any]] = {}  # answers asked for and validated so far
         self._emit = emit
         self._finished = False
         self._cancelled = False
@@ -151,6 +152,7 @@ class RequestContext:
         for key, input_request in input_requests.items():
             if key in self.input_responses:
                 answers[key] = validate_input_response(key, input_request, self.input_responses[key])
+                self.answered[key] = answers[key]
             else:
                 missing[key] = input_request
         if missing:

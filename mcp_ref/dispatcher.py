@@ -344,9 +344,9 @@ class Dispatcher:
         result: dict[str, Any] = {"resultType": "input_required"}
         if needed.requests:
             result["inputRequests"] = needed.requests
-        # Every answer received so far rides along, so later rounds never ask for it again.
-        answered = dict(entry.context.input_responses)
-        result["requestState"] = self.server.sealer.seal(method, request.params, needed.state, answered)
+        # Answers asked for and accepted so far ride along, so later rounds never ask for them
+        # again; keys nobody asked for are not carried.
+        result["requestState"] = self.server.sealer.seal(method, request.params, needed.state, entry.context.answered)
         result["_meta"] = {SERVER_INFO: self.server.info}
         return result
 
