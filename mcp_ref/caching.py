@@ -2,8 +2,8 @@
 
 Spec: server/utilities/caching. Complete results of ``server/discover``, the four list methods and
 ``resources/read`` must carry ``ttlMs`` (an integer >= 0) and ``cacheScope`` (``"public"`` or
-``"private"``); interim (``input_required``) results carry none, and neither do results of MRTR
-retries -- the client must not cache those anyway, so we send ``ttlMs: 0`` on them.
+``"private"``); interim (``input_required``) results carry none. Complete results of MRTR retries
+must not be cached, so they carry ``ttlMs: 0``.
 """
 
 from __future__ import annotations

@@ -51,7 +51,7 @@ from .errors import (
     UnsupportedProtocolVersion,
 )
 from .meta import SERVER_INFO, carries_modern_meta, parse_progress_token, parse_request_meta
-from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, parse_input_responses, required_capability
+from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, check_input_request, parse_input_responses, required_capability
 from .versions import MODERN_VERSIONS
 from .wire import BadMessage, ClientResponse, Event, Notification, Request, encode_message, error_response, is_valid_id, result_response
 from .caching import CACHEABLE_METHODS
@@ -126,6 +126,8 @@ class Dispatcher:
         self.server = server
         self._sink = sink
         self._in_flight: dict[tuple[type, Any], InFlight] = {}
+        # Answered requests whose task still waits for room in the pipe: their ids are free again.
+        self._draining: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(max_concurrency)
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
@@ -151,7 +153,7 @@ class Dispatcher:
     @property
     def backlog(self) -> int:
         """Requests in flight, subscriptions excluded (the transport pauses reading when this is large)."""
-        return len(self._in_flight) - len(self.server.subscriptions)
+        return len(self._in_flight) + len(self._draining) - len(self.server.subscriptions)
 
     def handle(self, event: Event) -> None:
         """Act on one event from the wire reader. Never raises, never blocks."""
@@ -171,13 +173,22 @@ class Dispatcher:
             self.send(error_response(request.id, InvalidRequest(f"Request id {request.id!r} is already in use by a request in flight")))
             return
         task = self._loop.create_task(self._serve(request))
-        self._in_flight[key] = InFlight(task, request.method)
+        entry = InFlight(task, request.method)
+        self._in_flight[key] = entry
         self.idle.clear()
-        task.add_done_callback(lambda _: self._finished(key))
+        task.add_done_callback(lambda _: self._finished(key, entry))
 
-    def _finished(self, key: tuple[type, Any]) -> None:
-        self._in_flight.pop(key, None)
-        if not self._in_flight:
+    def _answered(self, key: tuple[type, Any], entry: InFlight) -> None:
+        """The response is queued: the id is the client's to reuse, even if the pipe is still full."""
+        if self._in_flight.get(key) is entry:
+            del self._in_flight[key]
+            self._draining.add(entry.task)
+
+    def _finished(self, key: tuple[type, Any], entry: InFlight) -> None:
+        if self._in_flight.get(key) is entry:  # the id may belong to a newer request by now
+            del self._in_flight[key]
+        self._draining.discard(entry.task)
+        if not self._in_flight and not self._draining:
             self.idle.set()
 
     def _notified(self, notification: Notification) -> None:
@@ -225,6 +236,7 @@ class Dispatcher:
             log.error("result of %s (id %r) is not JSON-serializable: %s", request.method, request.id, exc)
             line = encode_message(error_response(request.id, InternalError(f"Internal error: the {request.method} result could not be encoded")))
         self._sink.write(line)
+        self._answered(_key(request.id), entry)
         await self._sink.drain()
 
     async def _answer(self, request: Request, entry: InFlight) -> dict[str, Any]:
@@ -235,8 +247,8 @@ class Dispatcher:
         except InputRequired as needed:
             try:
                 result = self._input_required(request, entry, needed, modern)
-            except ProtocolError as exc:
-                return error_response(request.id, self._error_for(exc, modern))
+            except Exception as exc:
+                return error_response(request.id, self._error_for(exc, modern, method))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the one place exceptions become wire errors
@@ -337,6 +349,12 @@ class Dispatcher:
         if method not in MRTR_METHODS:
             log.error("a %s handler asked for client input, which only tools/call, prompts/get and resources/read may do", method)
             raise InternalError(f"Internal error: {method} cannot ask the client for input")
+        for key, input_request in needed.requests.items():
+            try:
+                check_input_request(input_request)
+            except ValueError as exc:
+                log.error("a %s handler built a malformed input request %r: %s", method, key, exc)
+                raise InternalError(f"Internal error: {method} built a malformed input request") from None
         if not modern:
             return self._legacy_input_error(method, needed)
         assert entry.context is not None
@@ -384,11 +402,14 @@ class Dispatcher:
     async def shutdown(self, grace_seconds: float) -> None:
         """Finish in-flight work within ``grace_seconds``, cancel the rest, close subscriptions gracefully."""
         work = [e.task for e in self._in_flight.values() if e.method != "subscriptions/listen"]
+        work += self._draining
         if work:
             _, pending = await asyncio.wait(work, timeout=grace_seconds)
             if pending:
                 log.warning("shutting down: cancelling %d request(s) still running after %.1f s", len(pending), grace_seconds)
                 self.cancel_in_flight()
+                for task in self._draining:
+                    task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
         self.server.subscriptions.close_all()
         listens = [e.task for e in self._in_flight.values()]

@@ -40,6 +40,7 @@ import json
 import os
 import time
 from typing import Any, Mapping, NamedTuple
+from urllib.parse import urlsplit
 
 from .errors import InvalidParams, MissingRequiredClientCapability
 from .meta import client_has_capability
@@ -66,30 +67,118 @@ class InputRequired(Exception):
 
 
 # --- Input request builders (the values of InputRequiredResult.inputRequests) ---------------------
+# Each builder checks what the spec requires of the request it builds (client/elicitation,
+# client/sampling), so a handler cannot send the client a malformed input request. Hand-built
+# dicts passed to ``InputRequired`` are checked the same way by ``check_input_request``.
+
+PRIMITIVE_TYPES = frozenset({"string", "number", "integer", "boolean"})
 
 
 def elicit_form(message: str, requested_schema: dict[str, Any]) -> dict[str, Any]:
-    """An ``elicitation/create`` request in form mode (needs the client's ``elicitation.form``)."""
-    return {"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": requested_schema}}
+    """An ``elicitation/create`` request in form mode (needs the client's ``elicitation.form``).
+
+    ``requested_schema`` must be a flat object schema whose properties are primitive
+    (string, number, integer, boolean, or an enum / array of enum for choices).
+    """
+    request = {"method": "elicitation/create", "params": {"mode": "form", "message": message, "requestedSchema": requested_schema}}
+    check_input_request(request)
+    return request
 
 
 def elicit_url(message: str, url: str) -> dict[str, Any]:
     """An ``elicitation/create`` request in URL mode (needs the client's ``elicitation.url``)."""
-    return {"method": "elicitation/create", "params": {"mode": "url", "message": message, "url": url}}
+    request = {"method": "elicitation/create", "params": {"mode": "url", "message": message, "url": url}}
+    check_input_request(request)
+    return request
 
 
 def sample(messages: list[dict[str, Any]], max_tokens: int, **options: Any) -> dict[str, Any]:
-    """A ``sampling/createMessage`` request (needs ``sampling``; with ``tools=`` also ``sampling.tools``).
+    """A ``sampling/createMessage`` request (needs ``sampling``; with ``tools=`` also ``sampling.tools``;
+    with ``includeContext`` other than ``"none"`` also ``sampling.context``).
 
     ``options`` are further ``CreateMessageRequestParams`` fields: ``systemPrompt``,
     ``modelPreferences``, ``temperature``, ``stopSequences``, ``tools``, ``toolChoice``, ...
     """
-    return {"method": "sampling/createMessage", "params": {"messages": messages, "maxTokens": max_tokens, **options}}
+    request = {"method": "sampling/createMessage", "params": {"messages": messages, "maxTokens": max_tokens, **options}}
+    check_input_request(request)
+    return request
 
 
 def list_roots() -> dict[str, Any]:
     """A ``roots/list`` request (needs the client's ``roots``)."""
     return {"method": "roots/list", "params": {}}
+
+
+def check_input_request(request: Any) -> None:
+    """Raise ``ValueError`` if ``request`` is not a well-formed elicitation, sampling or roots request."""
+    if not isinstance(request, dict) or not isinstance(request.get("params", {}), dict):
+        raise ValueError("an input request is {'method': ..., 'params': {...}}")
+    method, params = request.get("method"), request.get("params", {})
+    if method == "elicitation/create":
+        _check_elicitation(params)
+    elif method == "sampling/createMessage":
+        _check_sampling(params)
+    elif method != "roots/list":
+        raise ValueError(f"input requests are elicitation/create, sampling/createMessage or roots/list, not {method!r}")
+
+
+def _check_elicitation(params: dict[str, Any]) -> None:
+    if not isinstance(params.get("message"), str):
+        raise ValueError("an elicitation needs a message (a string)")
+    mode = params.get("mode", "form")
+    if mode == "url":
+        parsed = urlsplit(params.get("url") if isinstance(params.get("url"), str) else "")
+        if not parsed.scheme or not (parsed.netloc or parsed.scheme not in ("http", "https")):
+            raise ValueError(f"URL-mode elicitation needs a valid absolute URL, got {params.get('url')!r}")
+        return
+    if mode != "form":
+        raise ValueError(f'elicitation mode must be "form" or "url", not {mode!r}')
+    schema = params.get("requestedSchema")
+    if not isinstance(schema, dict) or schema.get("type") != "object" or not isinstance(schema.get("properties"), dict):
+        raise ValueError('a form elicitation needs requestedSchema {"type": "object", "properties": {...}}')
+    for name, prop in schema["properties"].items():
+        if not isinstance(prop, dict):
+            raise ValueError(f"requestedSchema property {name!r} must be a schema object")
+        kind = prop.get("type")
+        is_multi_select = kind == "array" and isinstance(prop.get("items"), dict)
+        if kind not in PRIMITIVE_TYPES and not is_multi_select:
+            raise ValueError(f"requestedSchema property {name!r} must be a primitive (string, number, integer, boolean) or a multi-select array")
+    required = schema.get("required", [])
+    if not isinstance(required, list) or not set(required) <= set(schema["properties"]):
+        raise ValueError("requestedSchema.required must list properties of the schema")
+
+
+def _check_sampling(params: dict[str, Any]) -> None:
+    max_tokens = params.get("maxTokens")
+    if not isinstance(max_tokens, int) or isinstance(max_tokens, bool) or max_tokens < 1:
+        raise ValueError("a sampling request needs maxTokens, a positive integer")
+    messages = params.get("messages")
+    if not isinstance(messages, list) or not messages:
+        raise ValueError("a sampling request needs at least one message")
+    pending_tool_uses: set[str] | None = None
+    for index, message in enumerate(messages):
+        if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
+            raise ValueError(f"sampling message {index} needs role 'user' or 'assistant'")
+        content = message.get("content")
+        blocks = content if isinstance(content, list) else [content]
+        if not blocks or not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks):
+            raise ValueError(f"sampling message {index} needs content: a content block or a list of them")
+        kinds = {b["type"] for b in blocks}
+        if pending_tool_uses is not None:
+            # The message after tool uses answers every one of them, and does nothing else.
+            answered = {b.get("toolUseId") for b in blocks if b["type"] == "tool_result"}
+            if message["role"] != "user" or kinds != {"tool_result"} or answered != pending_tool_uses:
+                raise ValueError(f"sampling message {index} must be a user message of tool results answering every tool use before it")
+            pending_tool_uses = None
+            continue
+        if "tool_result" in kinds:
+            raise ValueError(f"sampling message {index} has tool results that answer no tool use, or mixes them with other content")
+        if "tool_use" in kinds:
+            if message["role"] != "assistant":
+                raise ValueError(f"sampling message {index}: only assistant messages hold tool uses")
+            pending_tool_uses = {b.get("id") for b in blocks if b["type"] == "tool_use"}
+    if pending_tool_uses is not None:
+        raise ValueError("the last sampling message has tool uses that no tool results answer")
 
 
 def required_capability(input_request: dict[str, Any]) -> tuple[str, dict[str, Any]]:
@@ -102,6 +191,8 @@ def required_capability(input_request: dict[str, Any]) -> tuple[str, dict[str, A
     if method == "sampling/createMessage":
         if params.get("tools"):
             return "sampling.tools", {"sampling": {"tools": {}}}
+        if params.get("includeContext", "none") != "none":
+            return "sampling.context", {"sampling": {"context": {}}}
         return "sampling", {"sampling": {}}
     if method == "roots/list":
         return "roots", {"roots": {}}
@@ -141,9 +232,22 @@ def validate_input_response(key: str, input_request: dict[str, Any], response: A
     """
     method = input_request["method"]
     problem = _input_response_problem(method, response)
+    if problem is None and method == "elicitation/create" and response["action"] == "accept":
+        problem = _form_content_problem(input_request["params"], response.get("content"))
     if problem:
         raise InvalidParams(f"inputResponses[{key!r}] is not a valid {method} result: {problem}", {"key": key})
     return response
+
+
+def _form_content_problem(params: dict[str, Any], content: Any) -> str | None:
+    """Accepted form content must satisfy the schema that was asked (client/elicitation)."""
+    schema = params.get("requestedSchema")
+    if params.get("mode", "form") != "form" or not isinstance(schema, dict):
+        return None
+    from .schemas import compile_schema  # lazy: jsonschema is only needed once a form is answered
+
+    problems = compile_schema(schema)({} if content is None else content)
+    return f"content does not match the requested schema: {'; '.join(problems[:5])}" if problems else None
 
 
 def _input_response_problem(method: str, response: Any) -> str | None:

@@ -117,6 +117,8 @@ class Server:
         self._pool: ThreadPoolExecutor | None = None
         self._busy_threads = 0
         self._busy_lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._loop_thread: int | None = None
 
     # --- description ----------------------------------------------------------------------------
 
@@ -219,6 +221,11 @@ class Server:
 
         return register
 
+    def remove_resource(self, uri: str) -> None:
+        """Unregister a resource (KeyError if absent); announces the change."""
+        del self.resources[uri]
+        self._list_changed("resources")
+
     def resource_template(self, uri_template: str, *, name: str | None = None, cache: CacheHint | None = None, **fields: Any) -> Callable[..., Any]:
         """Decorator: register ``handler(ctx, uri, variables)`` as the reader of every URI the template matches."""
 
@@ -293,26 +300,49 @@ class Server:
         self._list_changed(kind)
 
     def notify_resource_updated(self, uri: str) -> None:
-        """Announce that the resource at ``uri`` changed, to the subscribers of that URI."""
+        """Announce that the resource at ``uri`` changed, to the subscribers of that URI.
+
+        Safe to call from synchronous handlers (worker threads) too.
+        """
         if not self.resource_subscriptions:
             raise ValueError("resource subscriptions are not declared; pass resource_subscriptions=True to Server()")
+        self._on_loop(self._resource_updated, uri)
+
+    def _resource_updated(self, uri: str) -> None:
+        if self._emit is None:
+            return
         self.subscriptions.resource_updated(uri)
-        if self._emit is not None and self.legacy.active and uri in self.legacy.subscribed_uris:
+        if self.legacy.active and uri in self.legacy.subscribed_uris:
             self._emit({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
 
     def _list_changed(self, kind: str) -> None:
-        if kind not in self.list_changed_kinds or self._emit is None:
+        if kind in self.list_changed_kinds:
+            self._on_loop(self._announce_list_changed, kind)
+
+    def _announce_list_changed(self, kind: str) -> None:
+        if self._emit is None:
             return
         self.subscriptions.list_changed(kind)
         if self.legacy.active:
             self._emit({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
 
+    def _on_loop(self, function: Callable[..., None], *args: Any) -> None:
+        # Subscriptions are the event loop's: fan out there, whichever thread announced the change.
+        if self._loop is None or threading.get_ident() == self._loop_thread:
+            function(*args)
+        else:
+            self._loop.call_soon_threadsafe(function, *args)
+
     # --- running ----------------------------------------------------------------------------------
 
     def bind(self, emit: Callable[[dict[str, Any]], None] | None) -> None:
-        """Connect to (or, with None, disconnect from) a running dispatcher's output."""
+        """Connect to a running dispatcher's output (call on its event loop), or disconnect with None."""
         self._emit = emit
         self.subscriptions.bind(emit)
+        if emit is None:
+            self._loop, self._loop_thread = None, None
+        else:
+            self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
 
     async def invoke(self, handler: Callable[..., Any], *args: Any) -> Any:
         """Call a handler: coroutine functions on the event loop, plain functions on the handler pool."""

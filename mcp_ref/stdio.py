@@ -301,7 +301,12 @@ async def serve_stdio(server: Server, **options: Any) -> None:
 def configure_logging(level: int | str | None = None) -> None:
     """Log to stderr (never stdout). Level from the argument or ``$MCP_REF_LOG_LEVEL`` (default WARNING)."""
     level = level or os.environ.get("MCP_REF_LOG_LEVEL", "WARNING").upper()
-    logging.basicConfig(stream=sys.stderr, level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    unknown = isinstance(level, str) and level not in logging.getLevelNamesMapping()
+    logging.basicConfig(
+        stream=sys.stderr, level=logging.WARNING if unknown else level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    if unknown:
+        log.error("ignoring log level %r; using WARNING (choose DEBUG, INFO, WARNING, ERROR or CRITICAL)", level)
 
 
 # Environment overrides for the transport limits, so users of a packaged server can tune them.

@@ -138,16 +138,18 @@ class Tool:
         return out
 
     def _wrap(self, value: Any) -> ToolResult:
+        if isinstance(value, (bytes, bytearray)):
+            raise TypeError(f"tool {self.name!r} returned bytes; wrap binary data with content.image/audio/blob_resource")
+        if self.output_schema is not None:
+            # With an outputSchema, whatever the handler returns (other than a ToolResult) is the
+            # structured output, whatever its shape; its JSON text is added as content.
+            return ToolResult(structured_content=value, has_structured_content=True)
         if isinstance(value, str):
             return ToolResult([text(value)])
         if _is_content_block(value):
             return ToolResult([value])
         if isinstance(value, list) and value and all(_is_content_block(item) for item in value):
             return ToolResult(list(value))
-        if isinstance(value, (bytes, bytearray)):
-            raise TypeError(f"tool {self.name!r} returned bytes; wrap binary data with content.image/audio/blob_resource")
-        if self.output_schema is not None:
-            return ToolResult(structured_content=value, has_structured_content=True)
         if value is None:
             return ToolResult([])
         return ToolResult([text(json.dumps(value, ensure_ascii=False))])

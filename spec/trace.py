@@ -1,0 +1,523 @@
+#!/usr/bin/env python3
+"""Requirement traceability for mcp-ref: spec/*.md records <-> the tests that cite them.
+
+Standard library only. Usage (from the repository root)::
+
+    python spec/trace.py             # report: coverage, gaps, untested requirements (exit 0)
+    python spec/trace.py --check     # exit 1 and explain when the spec and the tests disagree
+    python spec/trace.py --write     # rewrite every record's "tests:" line from the tests
+    python spec/trace.py --anchors DIR   # also check section anchors against the spec's .mdx
+                                         # sources (DIR = .../docs/specification)
+
+The record format is described in spec/README.md. In short, each ``spec/<page>.md`` file has a
+header naming the page (``- url: <page url>``) and then records::
+
+    ### STDIO-NO-EMBEDDED-NEWLINES
+    - keyword: MUST NOT
+    - statement: One line, in our own words.
+    - section: https://modelcontextprotocol.io/specification/2026-07-28/basic/transports/stdio
+    - tests: tests/test_stdio_transport.py::test_x, tests/test_wire_reader.py::test_y
+
+Tests cite requirements with ``@pytest.mark.req("ID", ...)`` on a test function, on a test
+class, or in a module's ``pytestmark``. They are found statically (``ast``), without importing
+or running anything, so this script works on a fresh checkout.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import re
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+
+SPEC_DIR = Path(__file__).resolve().parent
+REPO_ROOT = SPEC_DIR.parent
+TESTS_DIR = REPO_ROOT / "tests"
+
+# Areas of requirement ids (spec/README.md explains each one).
+AREAS = (
+    "STDIO", "BASE", "META", "VER", "DISC", "CANCEL", "PROG", "PAGE", "CACHE", "TOOLS", "RES",
+    "PROMPT", "COMPL", "LOG", "MRTR", "SUB", "ELIC", "SAMP", "ROOTS", "LEGACY",
+)  # fmt: skip
+# AREA-SHORT-NAME: an area, then one or more uppercase/digit words joined by hyphens.
+ID_PATTERN = re.compile(r"(?:%s)(?:-[A-Z0-9]+)+" % "|".join(AREAS))
+
+KEYWORDS = ("MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "MAY", "REQUIRED", "RECOMMENDED", "OPTIONAL", "DECISION")
+# Records with these keywords that apply to the server need a test, an untestable reason, or a status.
+ENFORCED_KEYWORDS = frozenset({"MUST", "MUST NOT", "SHOULD", "SHOULD NOT", "REQUIRED"})
+APPLIES = ("server", "client")
+STATUSES = ("not implemented", "partial", "deviation")
+# Field order within a record; keyword, statement, section and tests are required.
+FIELDS = ("keyword", "statement", "section", "applies", "status", "see", "same-as", "note", "untestable", "tests")
+REQUIRED_FIELDS = ("keyword", "statement", "section", "tests")
+NO_TESTS = "(none)"
+SPEC_SITE = "https://modelcontextprotocol.io/specification/"
+ANCHOR = re.compile(r"[a-z0-9-]+")
+
+_RECORD_HEADING = re.compile(r"### (\S+)\s*$")
+_FIELD_LINE = re.compile(r"- ([a-z-]+): (.*\S)\s*$")
+_TEST_FILE = re.compile(r"(test_.*|.*_test)\.py")
+
+
+@dataclass
+class Record:
+    """One requirement (or decision) record."""
+
+    id: str
+    path: Path
+    line: int  # 1-based line of the "### ID" heading
+    fields: dict[str, str] = field(default_factory=dict)
+    tests_line: int = 0  # 0-based index of the "- tests:" line in the file
+
+    @property
+    def keyword(self) -> str:
+        return self.fields.get("keyword", "")
+
+    @property
+    def applies(self) -> str:
+        return self.fields.get("applies", "server")
+
+    @property
+    def status(self) -> str | None:
+        return self.fields.get("status")
+
+    @property
+    def tests(self) -> list[str]:
+        value = self.fields.get("tests", NO_TESTS)
+        return [] if value == NO_TESTS else [part.strip() for part in value.split(",")]
+
+    @property
+    def enforced(self) -> bool:
+        """Must this record be proved by a test (or be explained)?"""
+        return self.keyword in ENFORCED_KEYWORDS and self.applies == "server"
+
+    def where(self, root: Path) -> str:
+        return f"{_rel(self.path, root)}:{self.line}"
+
+
+@dataclass
+class SpecFile:
+    path: Path
+    title: str
+    url: str
+    lines: list[str]
+    records: list[Record]
+
+
+@dataclass
+class Spec:
+    files: list[SpecFile]
+    records: dict[str, Record]
+    problems: list[str]  # format problems; any of them fails --check
+
+
+@dataclass
+class Scan:
+    """What the tests cite."""
+
+    by_id: dict[str, set[str]]  # id -> node ids of test functions citing it
+    citations: list[tuple[str, str]]  # (id, "file:line") for every id written in a req marker
+    problems: list[str]
+
+
+def _rel(path: Path, root: Path) -> str:
+    try:
+        return path.resolve().relative_to(root.resolve()).as_posix()
+    except ValueError:
+        return path.as_posix()
+
+
+# --- the spec records ---------------------------------------------------------------------------
+
+
+def spec_files(spec_dir: Path = SPEC_DIR) -> list[Path]:
+    return sorted(p for p in spec_dir.glob("*.md") if p.name != "README.md")
+
+
+def parse_file(path: Path, root: Path = REPO_ROOT) -> tuple[SpecFile, list[str]]:
+    """Parse one spec file strictly. Returns the file and a list of problems."""
+    lines = path.read_text(encoding="utf-8").splitlines()
+    name = _rel(path, root)
+    problems: list[str] = []
+    title, url = "", ""
+    records: list[Record] = []
+    current: Record | None = None
+    for index, line in enumerate(lines):
+        where = f"{name}:{index + 1}"
+        heading = _RECORD_HEADING.fullmatch(line)
+        if heading:
+            current = Record(heading.group(1), path, index + 1)
+            records.append(current)
+            continue
+        if line.startswith("### "):
+            problems.append(f"{where}: a record heading is '### ID' with nothing after the id")
+            continue
+        if current is None:  # the header: free text, a title and the page url
+            if line.startswith("# ") and not title:
+                title = line[2:].strip()
+            match = _FIELD_LINE.fullmatch(line)
+            if match and match.group(1) == "url":
+                url = match.group(2).strip()
+            continue
+        if not line.strip():
+            continue
+        match = _FIELD_LINE.fullmatch(line)
+        if not match:
+            problems.append(f"{where}: inside record {current.id}, expected '- field: value', got {line!r}")
+            continue
+        key, value = match.group(1), match.group(2).strip()
+        if key not in FIELDS:
+            problems.append(f"{where}: record {current.id} has unknown field {key!r} (fields: {', '.join(FIELDS)})")
+        elif key in current.fields:
+            problems.append(f"{where}: record {current.id} repeats field {key!r}")
+        else:
+            current.fields[key] = value
+            if key == "tests":
+                current.tests_line = index
+    if not title:
+        problems.append(f"{name}: no '# Title' line before the first record")
+    if not url.startswith(SPEC_SITE) or "#" in url:
+        problems.append(f"{name}: the header needs '- url: {SPEC_SITE}<revision>/<page>' (no anchor)")
+    for record in records:
+        problems.extend(_record_problems(record, url, name))
+    return SpecFile(path, title, url, lines, records), problems
+
+
+def _record_problems(record: Record, page_url: str, name: str) -> list[str]:
+    where = f"{name}:{record.line}"
+    problems = []
+    if not ID_PATTERN.fullmatch(record.id):
+        problems.append(f"{where}: id {record.id!r} is not AREA-SHORT-NAME (areas: {', '.join(AREAS)})")
+    order = [key for key in FIELDS if key in record.fields]
+    if list(record.fields) != order:
+        problems.append(f"{where}: record {record.id} fields are out of order (expected {', '.join(order)})")
+    for key in REQUIRED_FIELDS:
+        if key not in record.fields:
+            problems.append(f"{where}: record {record.id} has no {key!r} field")
+    if record.keyword and record.keyword not in KEYWORDS:
+        problems.append(f"{where}: record {record.id} keyword {record.keyword!r} is not one of {', '.join(KEYWORDS)}")
+    if record.applies not in APPLIES:
+        problems.append(f"{where}: record {record.id} applies {record.applies!r}; use server or client")
+    if record.status is not None and record.status not in STATUSES:
+        problems.append(f"{where}: record {record.id} status {record.status!r} is not one of {', '.join(STATUSES)}")
+    if record.status == "deviation" and "see" not in record.fields:
+        problems.append(f"{where}: record {record.id} is a deviation; name the record explaining it in 'see:'")
+    if record.status is not None and "note" not in record.fields:
+        problems.append(f"{where}: record {record.id} has a status; say what is missing or different in 'note:'")
+    section = record.fields.get("section", "")
+    if section and page_url:
+        base, _, anchor = section.partition("#")
+        if base != page_url or ("#" in section and not ANCHOR.fullmatch(anchor)):
+            problems.append(f"{where}: record {record.id} section must be {page_url} or {page_url}#<anchor>, got {section}")
+    if "untestable" in record.fields and record.applies == "client":
+        problems.append(f"{where}: record {record.id} applies to the client and needs no test; drop 'untestable:'")
+    return problems
+
+
+def load_spec(spec_dir: Path = SPEC_DIR, root: Path = REPO_ROOT) -> Spec:
+    files, problems = [], []
+    records: dict[str, Record] = {}
+    for path in spec_files(spec_dir):
+        spec_file, found = parse_file(path, root)
+        files.append(spec_file)
+        problems.extend(found)
+        for record in spec_file.records:
+            if record.id in records:
+                problems.append(
+                    f"{record.where(root)}: id {record.id} already used at {records[record.id].where(root)}"
+                )
+            else:
+                records[record.id] = record
+    for record in records.values():
+        for key in ("see", "same-as"):
+            target = record.fields.get(key)
+            if target is not None and (target not in records or target == record.id):
+                problems.append(f"{record.where(root)}: record {record.id} {key}: {target} names no other record")
+    return Spec(files, records, problems)
+
+
+# --- the tests ----------------------------------------------------------------------------------
+
+
+def _is_req_attribute(node: ast.AST) -> bool:
+    """``pytest.mark.req`` / ``mark.req``."""
+    if not (isinstance(node, ast.Attribute) and node.attr == "req"):
+        return False
+    owner = node.value
+    return (isinstance(owner, ast.Attribute) and owner.attr == "mark") or (
+        isinstance(owner, ast.Name) and owner.id == "mark"
+    )
+
+
+class _Marks:
+    """Reads req marker ids out of expressions of one test module."""
+
+    def __init__(self, name: str, problems: list[str], citations: list[tuple[str, str]]) -> None:
+        self.name = name
+        self.problems = problems
+        self.citations = citations
+        self.aliases: dict[str, list[str]] = {}  # module-level NAME = pytest.mark.req(...)
+
+    def ids_in(self, expression: ast.AST) -> list[str]:
+        found: list[str] = []
+        calls = set()
+        for node in ast.walk(expression):
+            if isinstance(node, ast.Call) and _is_req_attribute(node.func):
+                calls.add(id(node.func))
+                found.extend(self._call_ids(node))
+            elif isinstance(node, ast.Name) and node.id in self.aliases:
+                found.extend(self.aliases[node.id])
+        for node in ast.walk(expression):
+            if _is_req_attribute(node) and id(node) not in calls:
+                self.problems.append(f"{self.name}:{node.lineno}: pytest.mark.req used without requirement ids")
+        return found
+
+    def _call_ids(self, call: ast.Call) -> list[str]:
+        where = f"{self.name}:{call.lineno}"
+        if call.keywords:
+            self.problems.append(f"{where}: pytest.mark.req takes requirement ids only, no keyword arguments")
+        if not call.args:
+            self.problems.append(f"{where}: pytest.mark.req() names no requirement id")
+        ids = []
+        for arg in call.args:
+            if isinstance(arg, ast.Constant) and isinstance(arg.value, str):
+                ids.append(arg.value)
+                self.citations.append((arg.value, where))
+            else:
+                self.problems.append(f"{where}: pytest.mark.req arguments must be string literals (found {ast.dump(arg)[:60]})")
+        return ids
+
+
+def scan_tests(tests_dir: Path = TESTS_DIR, root: Path = REPO_ROOT) -> Scan:
+    """Find every req marker under ``tests_dir`` and the test node ids it applies to."""
+    by_id: dict[str, set[str]] = {}
+    citations: list[tuple[str, str]] = []
+    problems: list[str] = []
+    for path in sorted(tests_dir.rglob("*.py")):
+        name = _rel(path, root)
+        try:
+            module = ast.parse(path.read_text(encoding="utf-8"), filename=name)
+        except SyntaxError as exc:
+            problems.append(f"{name}:{exc.lineno}: cannot parse ({exc.msg}); its req markers were not read")
+            continue
+        marks = _Marks(name, problems, citations)
+        module_ids: list[str] = []
+        for statement in module.body:
+            targets: list[ast.expr] = []
+            if isinstance(statement, ast.Assign):
+                targets, value = statement.targets, statement.value
+            elif isinstance(statement, ast.AnnAssign) and statement.value is not None:
+                targets, value = [statement.target], statement.value
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    ids = marks.ids_in(value)
+                    if target.id == "pytestmark":
+                        module_ids.extend(ids)
+                    elif ids:
+                        marks.aliases[target.id] = ids
+        collect = _TEST_FILE.fullmatch(path.name) is not None
+
+        def visit(body: list[ast.stmt], prefix: str, inherited: list[str], collected: bool) -> None:
+            for node in body:
+                if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                    ids = inherited + [i for d in node.decorator_list for i in marks.ids_in(d)]
+                    if collected and node.name.startswith("test"):
+                        for requirement in ids:
+                            by_id.setdefault(requirement, set()).add(f"{prefix}::{node.name}")
+                    elif ids and node.name not in ("setup_method", "teardown_method"):
+                        problems.append(f"{name}:{node.lineno}: req marker on {node.name}, which pytest does not collect as a test")
+                elif isinstance(node, ast.ClassDef):
+                    ids = inherited + [i for d in node.decorator_list for i in marks.ids_in(d)]
+                    for statement in node.body:  # class-level pytestmark
+                        if isinstance(statement, ast.Assign) and any(
+                            isinstance(t, ast.Name) and t.id == "pytestmark" for t in statement.targets
+                        ):
+                            ids = ids + marks.ids_in(statement.value)
+                    visit(node.body, f"{prefix}::{node.name}", ids, collected and node.name.startswith("Test"))
+
+        visit(module.body, name, module_ids, collect)
+    return Scan(by_id, citations, problems)
+
+
+# --- checking and writing -----------------------------------------------------------------------
+
+
+def generated_tests(record: Record, scan: Scan) -> str:
+    """The value the record's tests: line should have."""
+    nodes = sorted(scan.by_id.get(record.id, ()))
+    return ", ".join(nodes) if nodes else NO_TESTS
+
+
+def covered(record: Record, spec: Spec, scan: Scan, _seen: frozenset[str] = frozenset()) -> bool:
+    """Is the record proved by a test (its own, or that of the record it is the same as)?"""
+    if scan.by_id.get(record.id):
+        return True
+    target = record.fields.get("same-as")
+    if target in spec.records and target not in _seen:
+        return covered(spec.records[target], spec, scan, _seen | {record.id})
+    return False
+
+
+def explained(record: Record) -> bool:
+    """Untested but accounted for: untestable, or a known gap or deviation."""
+    return "untestable" in record.fields or record.status in ("not implemented", "deviation")
+
+
+@dataclass
+class Findings:
+    format: list[str]
+    unknown_ids: list[str]
+    unproved: list[Record]
+    stale: list[Record]
+
+    @property
+    def ok(self) -> bool:
+        return not (self.format or self.unknown_ids or self.unproved or self.stale)
+
+
+def check(spec: Spec, scan: Scan) -> Findings:
+    unknown = [f"{where}: cites {rid}, which no spec/*.md record defines" for rid, where in scan.citations if rid not in spec.records]
+    unproved = [r for r in spec.records.values() if r.enforced and not covered(r, spec, scan) and not explained(r)]
+    stale = [r for r in spec.records.values() if r.fields.get("tests") != generated_tests(r, scan)]
+    return Findings(spec.problems + scan.problems, unknown, unproved, stale)
+
+
+def write(spec: Spec, scan: Scan) -> list[Path]:
+    """Rewrite every stale tests: line. Returns the files changed."""
+    changed = []
+    for spec_file in spec.files:
+        lines = list(spec_file.lines)
+        for record in spec_file.records:
+            if "tests" in record.fields:
+                lines[record.tests_line] = f"- tests: {generated_tests(record, scan)}"
+        if lines != spec_file.lines:
+            spec_file.path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+            changed.append(spec_file.path)
+    return changed
+
+
+def explain(findings: Findings, root: Path = REPO_ROOT) -> str:
+    out = []
+    if findings.format:
+        out.append("Malformed spec records or req markers:")
+        out += [f"  {p}" for p in findings.format]
+    if findings.unknown_ids:
+        out.append("Tests cite requirement ids that spec/ does not define (fix the id, or add the record):")
+        out += [f"  {p}" for p in findings.unknown_ids]
+    if findings.unproved:
+        out.append(
+            "Server MUST/SHOULD requirements with no test, no 'untestable:' reason and no 'status: not implemented'"
+            " (add @pytest.mark.req(\"ID\") to the test that proves it):"
+        )
+        out += [f"  {r.id} ({r.keyword}) {r.where(root)}" for r in findings.unproved]
+    if findings.stale:
+        out.append("Stale 'tests:' lines (run `python spec/trace.py --write`):")
+        out += [f"  {r.id} {r.where(root)}" for r in findings.stale]
+    return "\n".join(out)
+
+
+# --- section anchors (optional; needs the spec's .mdx sources) -----------------------------------
+
+
+def slugify(heading: str) -> str:
+    """A heading's anchor as Mintlify makes it: lowercase, spaces to hyphens, punctuation dropped."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", heading)
+    text = re.sub(r"<[^>]+>", "", text).lower()
+    text = re.sub(r"[^a-z0-9 \-]", "", text)
+    return text.strip().replace(" ", "-")
+
+
+def page_anchors(mdx: Path) -> list[str]:
+    anchors, fenced = [], False
+    for line in mdx.read_text(encoding="utf-8").splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+        elif not fenced and re.match(r"#{1,6} ", line):
+            anchors.append(slugify(line.lstrip("#").strip()))
+    return anchors
+
+
+def check_anchors(spec: Spec, docs_dir: Path) -> list[str]:
+    """Every section anchor must name exactly one heading of its page."""
+    problems = []
+    for record in spec.records.values():
+        url, _, anchor = record.fields.get("section", "").partition("#")
+        if not url.startswith(SPEC_SITE):
+            continue
+        mdx = docs_dir / (url[len(SPEC_SITE):] + ".mdx")
+        if not mdx.exists():
+            problems.append(f"{record.id}: no page source {mdx}")
+        elif anchor:
+            count = page_anchors(mdx).count(anchor)
+            if count != 1:
+                problems.append(f"{record.id}: #{anchor} matches {count} headings of {mdx.name}")
+    return problems
+
+
+# --- report -------------------------------------------------------------------------------------
+
+
+def report(spec: Spec, scan: Scan, root: Path = REPO_ROOT) -> str:
+    out = []
+    records = list(spec.records.values())
+    enforced = [r for r in records if r.enforced]
+    proved = [r for r in enforced if covered(r, spec, scan)]
+    out.append(
+        f"{len(records)} records in {len(spec.files)} files; {len(enforced)} enforced server MUST/SHOULD; "
+        f"{len(proved)} proved by tests; {sum(1 for r in enforced if 'untestable' in r.fields)} untestable; "
+        f"{len(scan.by_id)} ids cited by tests."
+    )
+    for label, chosen in (
+        ("Not implemented", [r for r in records if r.status == "not implemented"]),
+        ("Partially implemented", [r for r in records if r.status == "partial"]),
+        ("Deviations", [r for r in records if r.status == "deviation"]),
+        ("Enforced records without tests (explained or not)", [r for r in enforced if not covered(r, spec, scan)]),
+        ("Decisions without tests", [r for r in records if r.keyword == "DECISION" and not covered(r, spec, scan)]),
+        ("Marked untestable but cited by tests (drop 'untestable:'?)", [r for r in records if "untestable" in r.fields and scan.by_id.get(r.id)]),
+    ):
+        out.append(f"\n{label}: {len(chosen)}")
+        out += [f"  {r.id} ({r.keyword}){' [untestable]' if 'untestable' in r.fields else ''}" for r in chosen]
+    findings = check(spec, scan)
+    if not findings.ok:
+        out.append("\n" + explain(findings, root))
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    group = parser.add_mutually_exclusive_group()
+    group.add_argument("--check", action="store_true", help="exit 1 when spec/ and tests/ disagree")
+    group.add_argument("--write", action="store_true", help="rewrite the tests: lines from the tests")
+    parser.add_argument("--anchors", type=Path, metavar="DIR", help="check section anchors against DIR/<revision>/<page>.mdx")
+    args = parser.parse_args(argv)
+
+    spec = load_spec()
+    scan = scan_tests()
+    anchor_problems = check_anchors(spec, args.anchors) if args.anchors else []
+    if args.write:
+        changed = write(spec, scan)
+        print(f"updated {len(changed)} file(s): {', '.join(_rel(p, REPO_ROOT) for p in changed) or 'none'}")
+        spec = load_spec()
+        findings = check(spec, scan)
+        if not findings.ok:
+            print(explain(findings), file=sys.stderr)
+        return 0
+    if args.check:
+        findings = check(spec, scan)
+        if findings.ok and not anchor_problems:
+            print(f"spec/ and tests/ agree: {len(spec.records)} records, {len(scan.by_id)} cited ids")
+            return 0
+        print(explain(findings), file=sys.stderr)
+        if anchor_problems:
+            print("Section anchors that name no heading:", *anchor_problems, sep="\n  ", file=sys.stderr)
+        return 1
+    print(report(spec, scan))
+    if anchor_problems:
+        print("\nSection anchors that name no heading:", *anchor_problems, sep="\n  ")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,48 @@
+"""Shared pytest hooks.
+
+Requirement markers: every ``@pytest.mark.req(...)`` argument must be a requirement id of the
+form AREA-SHORT-NAME (see spec/README.md). A typo fails the run at collection, before any test
+runs. Whether the id exists in spec/ is checked by tests/test_spec_traceability.py.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from pathlib import Path
+from types import ModuleType
+
+import pytest
+
+_TRACE_PATH = Path(__file__).resolve().parents[1] / "spec" / "trace.py"
+_TRACE_MODULE = "mcp_ref_spec_trace"
+
+
+def load_trace() -> ModuleType:
+    """spec/trace.py as a module (it is a script, not a package; loaded once per process)."""
+    module = sys.modules.get(_TRACE_MODULE)
+    if module is None:
+        spec = importlib.util.spec_from_file_location(_TRACE_MODULE, _TRACE_PATH)
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[_TRACE_MODULE] = module  # dataclasses look their module up here
+        spec.loader.exec_module(module)
+    return module
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    pattern = load_trace().ID_PATTERN
+    problems: dict[str, None] = {}  # ordered set: one line per distinct problem
+    for item in items:
+        for mark in item.iter_markers(name="req"):
+            if mark.kwargs:
+                problems[f"{item.nodeid}: pytest.mark.req takes requirement ids only, got keywords {sorted(mark.kwargs)}"] = None
+            if not mark.args:
+                problems[f"{item.nodeid}: pytest.mark.req() names no requirement id"] = None
+            for arg in mark.args:
+                if not isinstance(arg, str) or not pattern.fullmatch(arg):
+                    problems[
+                        f"{item.nodeid}: {arg!r} is not a requirement id (AREA-SHORT-NAME, uppercase; see spec/README.md)"
+                    ] = None
+    if problems:
+        raise pytest.UsageError("invalid requirement markers:\n  " + "\n  ".join(problems))

@@ -1,0 +1,523 @@
+"""A subprocess harness for wire tests: run a real server, talk to it line by line.
+
+Typical use::
+
+    from tests.wire import ServerProcess, modern_request
+
+    with ServerProcess() as server:                      # python -m tests.servers.basic_server
+        server.send(modern_request(1, "server/discover"))
+        reply = server.response(1)                         # validated against the 2026-07-28 schema
+        server.close_stdin()
+        server.assert_exit(0)
+
+Design
+------
+* The server runs with ``cwd`` = the repository root and the test's environment plus
+  ``PYTHONUNBUFFERED=1`` and any ``env`` overrides (``None`` as a value removes a variable).
+* stdout is read in the test's own thread with ``select`` + ``os.read`` into a buffer, so nothing
+  reads it unless the test asks (a test can play a slow reader), and every wait has a deadline.
+* stderr goes to a temporary file, so a chatty server can never block on a full stderr pipe;
+  ``stderr_text()`` reads what it wrote so far.
+* Writing never blocks forever either: stdin is non-blocking, and while the pipe is full the
+  harness drains stdout into its buffer (a server that answers as it reads cannot deadlock us).
+* Every line the server writes is checked: one strict-UTF-8 JSON object, no ``\\r``, no request
+  (servers send none on stdio), never more responses for an id than requests sent with it, and,
+  unless ``schema=None``, valid against the official schema: 2026-07-28 (``"modern"``),
+  2025-11-25 (``"legacy"``), or per request by whether it carried modern ``_meta`` (``"auto"``).
+  The result definition is chosen from the method of the request the response answers.
+* ``kill()`` (also on leaving the ``with`` block) ends the process and closes every pipe.
+
+All timeouts are generous (CI machines are slow); a wait that expires raises ``WireTimeout`` with
+what was received so far and the server's stderr, which is what one needs to debug a failure.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import signal
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import IO, Any, Callable, Iterable, Mapping
+
+from tests.schema_check import check_legacy, check_modern
+
+REPO_ROOT = Path(__file__).resolve().parents[1]
+BASIC_SERVER = "tests.servers.basic_server"
+MODERN_VERSION = "2026-07-28"
+LEGACY_VERSION = "2025-11-25"
+DEFAULT_TIMEOUT = 10.0
+PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
+CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+
+
+class WireTimeout(AssertionError):
+    """A bounded wait expired."""
+
+
+class WireViolation(AssertionError):
+    """The server wrote something that is not a valid message for the client."""
+
+
+# --- building messages ------------------------------------------------------------------------
+
+
+def modern_meta(capabilities: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
+    """The ``_meta`` every 2026-07-28 request carries, plus ``extra`` keys (e.g. ``progressToken``)."""
+    return {
+        PROTOCOL_VERSION_KEY: MODERN_VERSION,
+        CLIENT_CAPABILITIES_KEY: dict(capabilities or {}),
+        **extra,
+    }
+
+
+def modern_request(
+    request_id: Any,
+    method: str,
+    params: Mapping[str, Any] | None = None,
+    *,
+    progress_token: Any = None,
+    capabilities: Mapping[str, Any] | None = None,
+) -> dict[str, Any]:
+    """A 2026-07-28 request: ``params`` plus the required ``_meta`` (and a progress token if given)."""
+    extra = {} if progress_token is None else {"progressToken": progress_token}
+    body = dict(params or {})
+    body["_meta"] = {**modern_meta(capabilities, **extra), **body.get("_meta", {})}
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body}
+
+
+def tool_call(request_id: Any, name: str, arguments: Mapping[str, Any] | None = None, **options: Any) -> dict[str, Any]:
+    """A 2026-07-28 ``tools/call`` request (``options`` as for ``modern_request``)."""
+    params: dict[str, Any] = {"name": name}
+    if arguments is not None:
+        params["arguments"] = dict(arguments)
+    return modern_request(request_id, "tools/call", params, **options)
+
+
+def notification(method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """A JSON-RPC notification from the client."""
+    message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
+    if params is not None:
+        message["params"] = dict(params)
+    return message
+
+
+def cancel(request_id: Any, reason: str | None = None) -> dict[str, Any]:
+    """``notifications/cancelled`` for ``request_id``."""
+    params: dict[str, Any] = {"requestId": request_id}
+    if reason is not None:
+        params["reason"] = reason
+    return notification("notifications/cancelled", params)
+
+
+def encode_line(message: Mapping[str, Any]) -> bytes:
+    """One message as one compact UTF-8 line, the way a well-behaved client writes it."""
+    return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
+
+
+def decode_line(line: bytes) -> dict[str, Any]:
+    """Parse one line the server wrote, insisting on what the stdio transport requires of it."""
+    if b"\r" in line:
+        raise WireViolation(f"server line contains a carriage return: {line[:200]!r}")
+    try:
+        text = line.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise WireViolation(f"server line is not valid UTF-8 ({exc}): {line[:200]!r}") from None
+    try:
+        message = json.loads(text, parse_constant=_reject_constant)
+    except ValueError as exc:
+        raise WireViolation(f"server line is not JSON ({exc}): {line[:200]!r}") from None
+    if not isinstance(message, dict):
+        raise WireViolation(f"server line is not a JSON object: {line[:200]!r}")
+    if message.get("jsonrpc") != "2.0":
+        raise WireViolation(f'server message lacks "jsonrpc": "2.0": {line[:200]!r}')
+    return message
+
+
+def _reject_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not JSON")
+
+
+def id_key(request_id: Any) -> tuple[str, Any]:
+    """A dict key for a request id that keeps 1 and "1" apart."""
+    return (type(request_id).__name__, request_id)
+
+
+def is_response(message: Mapping[str, Any], request_id: Any = ...) -> bool:
+    """Is ``message`` a response (to ``request_id``, when given)?"""
+    if "method" in message or not ("result" in message or "error" in message):
+        return False
+    if request_id is ...:
+        return True
+    return "id" in message and id_key(message["id"]) == id_key(request_id)
+
+
+# --- the process --------------------------------------------------------------------------------
+
+
+class ServerProcess:
+    """One server subprocess and the client end of its stdio."""
+
+    def __init__(
+        self,
+        command: Iterable[str] | None = None,
+        *,
+        module: str = BASIC_SERVER,
+        env: Mapping[str, str | None] | None = None,
+        schema: str | None = "modern",
+        stdin: int | IO[Any] | None = subprocess.PIPE,
+        stdout: int | IO[Any] | None = subprocess.PIPE,
+        cwd: Path | str = REPO_ROOT,
+        start: bool = True,
+    ) -> None:
+        """``command`` defaults to ``[sys.executable, "-m", module]``. ``stdin``/``stdout`` may be
+        open files (then the harness cannot send or read on that side)."""
+        if schema not in ("modern", "legacy", "auto", None):
+            raise ValueError('schema must be "modern", "legacy", "auto" or None')
+        self.command = list(command) if command is not None else [sys.executable, "-m", module]
+        self.schema = schema
+        self.cwd = Path(cwd)
+        self.env = dict(os.environ)
+        self.env["PYTHONUNBUFFERED"] = "1"
+        for name, value in (env or {}).items():
+            if value is None:
+                self.env.pop(name, None)
+            else:
+                self.env[name] = value
+        self._stdin_spec = stdin
+        self._stdout_spec = stdout
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._stderr_file = tempfile.TemporaryFile()
+        self._buffer = bytearray()
+        self._stdout_eof = False
+        self.sent: dict[tuple[str, Any], list[str]] = {}  # id -> methods of the requests sent with it
+        self._era: dict[tuple[str, Any], str] = {}
+        self._answers: dict[tuple[str, Any], int] = {}
+        # A slow reader: read at most ``read_chunk_bytes`` per read and pause ``read_delay`` s after each.
+        self.read_chunk_bytes = 1 << 20
+        self.read_delay = 0.0
+        self.received: list[dict[str, Any]] = []  # every message read, in order
+        self.pending: list[dict[str, Any]] = []  # messages read but not yet returned by response()
+        if start:
+            self.start()
+
+    # --- lifecycle ------------------------------------------------------------------------------
+
+    def start(self) -> ServerProcess:
+        if self.proc is not None:
+            raise RuntimeError("already started")
+        self.proc = subprocess.Popen(
+            self.command,
+            cwd=self.cwd,
+            env=self.env,
+            stdin=self._stdin_spec,
+            stdout=self._stdout_spec,
+            stderr=self._stderr_file,
+        )
+        if self.proc.stdin is not None:
+            os.set_blocking(self.proc.stdin.fileno(), False)
+        return self
+
+    def __enter__(self) -> ServerProcess:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        self.kill()
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    @property
+    def returncode(self) -> int | None:
+        assert self.proc is not None
+        return self.proc.poll()
+
+    def kill(self) -> None:
+        """End the process if it still runs (SIGKILL) and release every pipe and file."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            self.proc.kill()
+            try:
+                self.proc.wait(timeout=DEFAULT_TIMEOUT)
+            except subprocess.TimeoutExpired:  # pragma: no cover - the kernel did not reap it
+                pass
+        for stream in (self.proc.stdin, self.proc.stdout):
+            if stream is not None:
+                try:
+                    stream.close()
+                except OSError:
+                    pass
+        self._stderr_file.close()
+
+    def signal(self, signum: int = signal.SIGTERM) -> None:
+        assert self.proc is not None
+        self.proc.send_signal(signum)
+
+    def close_stdin(self) -> None:
+        """Send EOF (the client's graceful shutdown signal)."""
+        assert self.proc is not None and self.proc.stdin is not None, "stdin is not a pipe"
+        if not self.proc.stdin.closed:
+            self.proc.stdin.close()
+
+    def wait(self, timeout: float = DEFAULT_TIMEOUT) -> int:
+        """Wait for the process to exit, draining stdout meanwhile (a full pipe must not block it)."""
+        assert self.proc is not None
+        deadline = time.monotonic() + timeout
+        while True:
+            code = self.proc.poll()
+            if code is not None:
+                return code
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WireTimeout(f"server still running after {timeout:.1f} s\n{self._diagnostics()}")
+            if self._stdout_readable() and not self._stdout_eof:
+                self._fill(min(remaining, 0.05))
+            else:
+                time.sleep(min(remaining, 0.01))
+
+    def assert_exit(self, expected: int = 0, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Wait for exit and check the status."""
+        code = self.wait(timeout)
+        assert code == expected, f"exit status {code}, expected {expected}\n{self._diagnostics()}"
+
+    def shutdown(self, timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+        """Close stdin, read everything the server still writes, check it exits 0; return those messages."""
+        self.close_stdin()
+        messages = self.read_until_eof(timeout)
+        self.assert_exit(0, timeout)
+        return messages
+
+    def stderr_text(self) -> str:
+        """Everything the server wrote to stderr so far."""
+        self._stderr_file.flush()
+        self._stderr_file.seek(0)
+        return self._stderr_file.read().decode("utf-8", errors="replace")
+
+    # --- sending --------------------------------------------------------------------------------
+
+    def send(self, message: Mapping[str, Any]) -> None:
+        """Send one message as a compact line; remember the method of a request for validation."""
+        self.note_sent(message)
+        self.send_raw(encode_line(message))
+
+    def send_many(self, messages: Iterable[Mapping[str, Any]]) -> None:
+        """Send several messages in one write."""
+        lines = []
+        for message in messages:
+            self.note_sent(message)
+            lines.append(encode_line(message))
+        self.send_raw(b"".join(lines))
+
+    def note_sent(self, message: Mapping[str, Any]) -> None:
+        """Record a request sent by other means (raw bytes, a file) so its answer can be checked."""
+        if isinstance(message, Mapping) and "method" in message and "id" in message:
+            key = id_key(message["id"])
+            self.sent.setdefault(key, []).append(message["method"])
+            params = message.get("params")
+            modern = isinstance(params, Mapping) and isinstance(params.get("_meta"), Mapping) and (
+                PROTOCOL_VERSION_KEY in params["_meta"] or CLIENT_CAPABILITIES_KEY in params["_meta"]
+            )
+            self._era[key] = "modern" if modern else "legacy"
+
+    def send_raw(self, data: bytes, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Write bytes to stdin; while the pipe is full, keep reading stdout so nobody deadlocks."""
+        assert self.proc is not None and self.proc.stdin is not None, "stdin is not a pipe"
+        fd = self.proc.stdin.fileno()
+        view = memoryview(data)
+        deadline = time.monotonic() + timeout
+        while view:
+            try:
+                written = os.write(fd, view)
+                view = view[written:]
+                continue
+            except BlockingIOError:
+                pass
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WireTimeout(f"stdin still full after {timeout:.1f} s\n{self._diagnostics()}")
+            readers = [self._stdout_fd()] if self._stdout_readable() and not self._stdout_eof else []
+            ready_r, _, _ = select.select(readers, [fd], [], min(remaining, 0.5))
+            if ready_r:
+                self._fill(0)
+
+    # --- reading --------------------------------------------------------------------------------
+
+    def read_line(self, timeout: float = DEFAULT_TIMEOUT) -> bytes | None:
+        """The next raw line from stdout (without its newline), or None at EOF."""
+        deadline = time.monotonic() + timeout
+        while True:
+            newline = self._buffer.find(b"\n")
+            if newline >= 0:
+                line = bytes(self._buffer[:newline])
+                del self._buffer[: newline + 1]
+                return line
+            if self._stdout_eof:
+                if self._buffer:
+                    raise WireViolation(f"stdout ended inside a line: {bytes(self._buffer[:200])!r}")
+                return None
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WireTimeout(f"no complete line within {timeout:.1f} s\n{self._diagnostics()}")
+            self._fill(remaining)
+
+    def read_message(self, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """The next message from stdout, checked (see module docstring). EOF is an error here."""
+        line = self.read_line(timeout)
+        if line is None:
+            raise WireViolation(f"stdout closed while a message was expected\n{self._diagnostics()}")
+        return self._accept(line)
+
+    def read_line_and_message(self, timeout: float = DEFAULT_TIMEOUT) -> tuple[bytes, dict[str, Any]]:
+        """The next line exactly as written, and the message it carries (checked like ``read_message``)."""
+        line = self.read_line(timeout)
+        if line is None:
+            raise WireViolation(f"stdout closed while a message was expected\n{self._diagnostics()}")
+        return line, self._accept(line)
+
+    def read_until(
+        self, predicate: Callable[[dict[str, Any]], bool], timeout: float = DEFAULT_TIMEOUT
+    ) -> list[dict[str, Any]]:
+        """Messages up to and including the first one ``predicate`` accepts."""
+        deadline = time.monotonic() + timeout
+        collected = []
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WireTimeout(f"condition not met within {timeout:.1f} s; got {collected!r}\n{self._diagnostics()}")
+            message = self.read_message(remaining)
+            collected.append(message)
+            if predicate(message):
+                return collected
+
+    def read_until_eof(self, timeout: float = DEFAULT_TIMEOUT) -> list[dict[str, Any]]:
+        """Every message until the server closes stdout."""
+        deadline = time.monotonic() + timeout
+        collected = []
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WireTimeout(f"stdout still open after {timeout:.1f} s; got {collected!r}\n{self._diagnostics()}")
+            line = self.read_line(remaining)
+            if line is None:
+                return collected
+            collected.append(self._accept(line))
+
+    def response(self, request_id: Any, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """The response to ``request_id``. Other messages read meanwhile are kept in ``pending``."""
+        for index, message in enumerate(self.pending):
+            if is_response(message, request_id):
+                return self.pending.pop(index)
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise WireTimeout(f"no response to id {request_id!r} within {timeout:.1f} s\n{self._diagnostics()}")
+            message = self.read_message(remaining)
+            if is_response(message, request_id):
+                return message
+            self.pending.append(message)
+
+    def request(self, message: Mapping[str, Any], timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
+        """Send a request and return its response."""
+        self.send(message)
+        return self.response(message["id"], timeout)
+
+    def expect_silence(self, seconds: float) -> None:
+        """Assert that no complete line arrives for ``seconds`` (use sparingly: it always waits)."""
+        deadline = time.monotonic() + seconds
+        while b"\n" not in self._buffer and not self._stdout_eof:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return
+            self._fill(remaining)
+        if b"\n" in self._buffer:
+            raise WireViolation(f"unexpected output: {bytes(self._buffer[:500])!r}")
+
+    # --- internals --------------------------------------------------------------------------------
+
+    def _stdout_readable(self) -> bool:
+        return self.proc is not None and self.proc.stdout is not None
+
+    def _stdout_fd(self) -> int:
+        assert self.proc is not None and self.proc.stdout is not None, "stdout is not a pipe"
+        return self.proc.stdout.fileno()
+
+    def _fill(self, timeout: float) -> None:
+        """Read whatever stdout has (waiting at most ``timeout``) into the buffer."""
+        fd = self._stdout_fd()
+        ready, _, _ = select.select([fd], [], [], max(timeout, 0))
+        if not ready:
+            return
+        chunk = os.read(fd, self.read_chunk_bytes)
+        if chunk:
+            self._buffer += chunk
+            if self.read_delay:
+                time.sleep(self.read_delay)
+        else:
+            self._stdout_eof = True
+
+    def _accept(self, line: bytes) -> dict[str, Any]:
+        message = decode_line(line)
+        self.received.append(message)
+        if "method" in message and "id" in message:
+            raise WireViolation(f"the server sent a request on stdio: {message!r}")
+        if is_response(message):
+            if "id" in message and message["id"] is not None:
+                key = id_key(message["id"])
+                sent = len(self.sent.get(key, ()))
+                self._answers[key] = self._answers.get(key, 0) + 1
+                if sent and self._answers[key] > sent:
+                    raise WireViolation(f"id {message['id']!r} answered {self._answers[key]} times, sent {sent} times")
+        self._validate(message)
+        return message
+
+    def _validate(self, message: dict[str, Any]) -> None:
+        if self.schema is None:
+            return
+        method = None
+        era = "legacy" if self.schema == "legacy" else "modern"
+        if is_response(message) and message.get("id") is not None:
+            key = id_key(message["id"])
+            methods = self.sent.get(key)
+            if methods:
+                # With an id reused, answers come in no particular order: the first method is a guess,
+                # so only an unambiguous id gets its result definition checked.
+                method = methods[0] if len(set(methods)) == 1 else None
+            if self.schema == "auto":
+                era = self._era.get(key, "modern")
+        if "error" in message:
+            method = None
+        (check_modern if era == "modern" else check_legacy)(message, method)
+
+    def _diagnostics(self) -> str:
+        tail = bytes(self._buffer[-2000:])
+        return f"--- unread stdout ({len(self._buffer)} bytes) ---\n{tail!r}\n--- stderr ---\n{self.stderr_text()[-4000:]}"
+
+
+def run_with_files(
+    requests: bytes,
+    *,
+    module: str = BASIC_SERVER,
+    env: Mapping[str, str | None] | None = None,
+    directory: Path,
+    timeout: float = DEFAULT_TIMEOUT,
+) -> tuple[int, bytes, str]:
+    """``server < requests > out`` with real files, no pipes. Returns (exit status, stdout bytes, stderr)."""
+    request_path = directory / "requests.jsonl"
+    output_path = directory / "out.jsonl"
+    request_path.write_bytes(requests)
+    with open(request_path, "rb") as stdin, open(output_path, "wb") as stdout:
+        process = ServerProcess(module=module, env=env, stdin=stdin, stdout=stdout, schema=None)
+        try:
+            code = process.wait(timeout)
+            stderr = process.stderr_text()
+        finally:
+            process.kill()
+    return code, output_path.read_bytes(), stderr
