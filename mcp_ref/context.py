@@ -23,6 +23,9 @@ log = logging.getLogger("mcp_ref.requests")
 # Progress notifications closer together than this are dropped (basic/patterns/progress: rate
 # limit to prevent flooding). The final one (progress == total) always goes out.
 PROGRESS_MIN_INTERVAL_SECONDS = 0.01
+# Log notifications per request: a burst of this many, then this many per second; the rest are
+# dropped (server/utilities/logging: rate limit log messages). stderr still gets every one.
+LOG_MESSAGES_PER_SECOND = 100
 
 _PYTHON_LEVEL = {
     "debug": logging.DEBUG,
@@ -70,6 +73,8 @@ class RequestContext:
         self._cancelled = False
         self._last_progress: float | None = None
         self._last_progress_time = 0.0
+        self._log_allowance = float(LOG_MESSAGES_PER_SECOND)
+        self._log_checked = time.monotonic()
 
     # --- lifecycle (set by the dispatcher) -------------------------------------------------------
 
@@ -125,6 +130,12 @@ class RequestContext:
             return False
         if LOG_LEVEL_RANK[level] < LOG_LEVEL_RANK[self.log_level]:
             return False
+        now = time.monotonic()
+        self._log_allowance = min(LOG_MESSAGES_PER_SECOND, self._log_allowance + (now - self._log_checked) * LOG_MESSAGES_PER_SECOND)
+        self._log_checked = now
+        if self._log_allowance < 1:
+            return False
+        self._log_allowance -= 1
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger

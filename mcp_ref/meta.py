@@ -9,6 +9,7 @@ remembered between requests: the server is stateless.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -99,3 +100,23 @@ def client_has_capability(capabilities: dict[str, Any], path: str) -> bool:
     if head == "elicitation" and rest == "form" and not value:
         return True
     return isinstance(value.get(rest), dict)
+
+
+# basic/index#meta: an optional prefix of dot-separated labels and a slash, then a name that,
+# unless empty, starts and ends with a letter or digit.
+_META_KEY = re.compile(
+    r"(?:[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*/)?"
+    r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?"
+)
+
+
+def check_meta_keys(meta: Any, where: str) -> None:
+    """Raise ``ValueError`` if a server author's ``_meta`` is not an object of well-formed keys."""
+    if meta is None:
+        return
+    if not isinstance(meta, dict):
+        raise ValueError(f"{where}: _meta must be an object")
+    for key in meta:
+        if not isinstance(key, str) or not _META_KEY.fullmatch(key):
+            raise ValueError(f"{where}: _meta key {key!r} is not a valid key (optional 'dotted.prefix/' then a name)")
+

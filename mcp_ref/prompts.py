@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .content import prompt_message
 from .errors import InternalError, InvalidParams
+from .meta import check_meta_keys
 from .pagination import paginate
 
 if TYPE_CHECKING:
@@ -59,6 +60,9 @@ class Prompt:
     arguments: list[PromptArgument] = field(default_factory=list)
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
+
+    def __post_init__(self) -> None:
+        check_meta_keys(self.meta, f"prompt {self.name!r}")
 
     def definition(self) -> dict[str, Any]:
         """The prompt as ``prompts/list`` shows it."""

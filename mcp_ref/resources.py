@@ -14,18 +14,30 @@ Spec: server/resources (2026-07-28).
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .caching import CacheHint
 from .content import blob_resource, text_resource
 from .errors import InternalError, InvalidParams, ResourceNotFound
+from .meta import check_meta_keys
 from .pagination import paginate
 from .uritemplate import UriTemplate
 
 if TYPE_CHECKING:
     from .context import RequestContext
     from .server import Server
+
+
+# RFC 3986: a scheme, then characters a URI may hold (unreserved, reserved, or %-escapes).
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*")
+
+
+def check_uri(uri: Any, where: str) -> None:
+    """Raise ``ValueError`` unless ``uri`` is an absolute URI (server/resources#custom-uri-schemes)."""
+    if not isinstance(uri, str) or not _URI.fullmatch(uri):
+        raise ValueError(f"{where}: {uri!r} is not an absolute URI (scheme:..., RFC 3986; percent-encode other characters)")
 
 
 def _describe(item: dict[str, Any], **fields: Any) -> dict[str, Any]:
@@ -50,6 +62,10 @@ class Resource:
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
     cache: CacheHint | None = None
+
+    def __post_init__(self) -> None:
+        check_uri(self.uri, f"resource {self.name!r}")
+        check_meta_keys(self.meta, f"resource {self.uri!r}")
 
     def definition(self) -> dict[str, Any]:
         """The resource as ``resources/list`` shows it."""
@@ -83,6 +99,8 @@ class ResourceTemplate:
 
     def __post_init__(self) -> None:
         self.template = UriTemplate(self.uri_template)
+        check_uri(self.uri_template.split("{", 1)[0] + "x", f"resource template {self.name!r}")
+        check_meta_keys(self.meta, f"resource template {self.uri_template!r}")
 
     def definition(self) -> dict[str, Any]:
         """The template as ``resources/templates/list`` shows it."""

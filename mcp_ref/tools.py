@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .content import text
 from .errors import InternalError, InvalidParams, ToolError
+from .meta import check_meta_keys
 from .pagination import paginate
 from .schemas import SchemaError, check_bounds, compile_schema, dialect_of
 
@@ -69,6 +70,8 @@ class Tool:
             )
         if not isinstance(self.input_schema, dict) or self.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: inputSchema must be a JSON Schema object with \"type\": \"object\"")
+        check_meta_keys(self.meta, f"tool {self.name!r}")
+        check_header_annotations(self.name, self.input_schema)
         for label, schema in (("inputSchema", self.input_schema), ("outputSchema", self.output_schema)):
             if schema is None:
                 continue
@@ -155,6 +158,54 @@ class Tool:
         return ToolResult([text(json.dumps(value, ensure_ascii=False))])
 
 
+# RFC 9110 token characters, for x-mcp-header values (basic/transports/streamable-http).
+_HTTP_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_SAFE_INTEGER = 2**53 - 1
+
+
+def check_header_annotations(tool_name: str, input_schema: dict[str, Any]) -> None:
+    """Check ``x-mcp-header`` annotations as HTTP clients will (server/tools#x-mcp-header).
+
+    An annotation must be a non-empty HTTP token, unique (case-insensitively), on an integer,
+    string or boolean property reachable from the root through ``properties`` alone. stdio
+    clients ignore it, but the same tool definition may be served over HTTP one day, where a bad
+    annotation makes clients drop the tool; so it is refused at registration.
+    """
+    seen: dict[str, str] = {}
+
+    def visit(schema: Any, path: str, reachable: bool) -> None:
+        if isinstance(schema, list):
+            for item in schema:
+                visit(item, path, False)
+            return
+        if not isinstance(schema, dict):
+            return
+        if "x-mcp-header" in schema:
+            where = f"tool {tool_name!r}: x-mcp-header on {path or 'the root'}"
+            header = schema["x-mcp-header"]
+            if not reachable or not path:
+                raise ValueError(f"{where}: only properties reachable from the root through 'properties' may carry it")
+            if not isinstance(header, str) or not _HTTP_TOKEN.fullmatch(header):
+                raise ValueError(f"{where}: {header!r} is not a non-empty HTTP token")
+            if schema.get("type") not in ("string", "integer", "boolean"):
+                raise ValueError(f"{where}: only string, integer and boolean properties may carry it")
+            if schema.get("type") == "integer" and any(
+                isinstance(schema.get(bound), (int, float)) and abs(schema[bound]) > _SAFE_INTEGER for bound in ("minimum", "maximum")
+            ):
+                raise ValueError(f"{where}: integer bounds must stay within +/-(2**53 - 1)")
+            if header.lower() in seen:
+                raise ValueError(f"{where}: {header!r} repeats the annotation on {seen[header.lower()]}")
+            seen[header.lower()] = path
+        for key, value in schema.items():
+            if key == "properties" and isinstance(value, dict):
+                for name, child in value.items():
+                    visit(child, f"{path}.{name}" if path else name, reachable)
+            elif key not in ("x-mcp-header", "const", "enum", "default", "examples"):
+                visit(value, path, False)
+
+    visit(input_schema, "", True)
+
+
 def _is_content_block(value: Any) -> bool:
     return isinstance(value, dict) and isinstance(value.get("type"), str)
 
@@ -192,6 +243,12 @@ def invalid_arguments_result(tool: Tool, problems: list[str]) -> dict[str, Any]:
 async def list_tools(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``tools/list``: one page of tools, in registration order."""
     page, next_cursor = paginate(list(server.tools.values()), params, "tools/list", server.page_size)
+    for tool in page:
+        # Publish only schemas that are valid for their dialect (compiled once, then cached).
+        try:
+            tool.compile()
+        except SchemaError as exc:
+            raise InternalError(f"Tool {tool.name!r} has an invalid schema: {exc}") from None
     result: dict[str, Any] = {"tools": [tool.definition() for tool in page]}
     if next_cursor is not None:
         result["nextCursor"] = next_cursor

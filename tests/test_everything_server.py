@@ -57,7 +57,7 @@ def test_first_listed_tool_succeeds_with_empty_arguments_and_every_tool_and_prom
         server.shutdown()
 
 
-@pytest.mark.req("PROG-TOKEN-ECHO", "PROG-INCREASING")
+@pytest.mark.req("PROG-TOKEN-ECHOED", "PROG-INCREASING")
 def test_progress_notifications_echo_the_token_increase_and_precede_the_response() -> None:
     with everything() as server:
         messages = call(server, 1, "test_tool_with_progress", _meta={"progressToken": 7})
@@ -151,7 +151,7 @@ def test_capabilities_tool_asks_only_for_what_the_request_declares() -> None:
         server.shutdown()
 
 
-@pytest.mark.req("SUB-ACK-FIRST", "SUB-ID-TAGGED", "SUB-FILTER-HONOURED")
+@pytest.mark.req("SUB-ACK-FIRST", "SUB-NOTIFICATIONS-CARRY-ID", "SUB-ONLY-REQUESTED-TYPES")
 def test_trigger_tool_change_mutates_the_tool_list_and_notifies_only_streams_that_asked_for_it() -> None:
     with everything() as server:
         for listen_id, wanted in ((100, "toolsListChanged"), (101, "promptsListChanged")):

@@ -234,7 +234,7 @@ def test_resource_links_and_audio_are_rewritten_as_text_for_versions_without_the
         assert clip["type"] == "text" and "audio/wav" in clip["text"] and version in clip["text"]
 
 
-@pytest.mark.req("VER-LEGACY-STRIPPING", "LEGACY-RESPECT-NEGOTIATED-VERSION")
+@pytest.mark.req("VER-LEGACY-STRIPPING", "LEGACY-RESPECT-NEGOTIATED-VERSION", "LEGACY-RES-CAPABILITY", "LEGACY-LOG-CAPABILITY")
 def test_server_info_and_capabilities_keep_only_what_the_negotiated_version_knows(session: Any) -> None:
     version, result, _ = session
     assert ("title" in result["serverInfo"]) == at_least(version, "2025-06-18")
@@ -335,7 +335,7 @@ def test_unsubscribed_or_never_subscribed_resources_send_no_updates(fresh: Serve
     assert messages_of_tool(fresh, "set_note", {"text": "no longer watched"}) == []
 
 
-@pytest.mark.req("LEGACY-RES-LIST-CHANGED", "LEGACY-NEGOTIATED-CAPABILITIES-ONLY")
+@pytest.mark.req("LEGACY-RES-LIST-CHANGED", "LEGACY-NEGOTIATED-CAPABILITIES-ONLY", "TOOLS-LIST-CHANGED-NOTIFY", "PROMPT-LIST-CHANGED-NOTIFY", "RES-LIST-CHANGED-NOTIFY")
 @pytest.mark.parametrize("kind", ["tools", "prompts", "resources"])
 def test_list_changes_are_announced_to_a_legacy_client(fresh: ServerProcess, kind: str) -> None:
     handshake(fresh)

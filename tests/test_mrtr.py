@@ -309,7 +309,7 @@ def test_request_state_that_is_not_a_sealed_token_is_rejected(interop: ServerPro
     assert error["code"] == -32602
 
 
-@pytest.mark.req("MRTR-STATE-SEALING")
+@pytest.mark.req("MRTR-STATE-SEALING", "BASE-STATELESS-NO-SAME-PROCESS", "BASE-STATELESS-EXPLICIT-STATE-ID")
 def test_state_sealed_with_a_fixed_key_survives_a_server_restart() -> None:
     env = {**MODERN_ENV, "MCP_REF_STATE_KEY": "a fixed test key"}
     with ServerProcess(module=INTEROP, env=env) as before:
@@ -333,7 +333,7 @@ def test_state_sealed_with_a_random_key_is_rejected_after_a_restart() -> None:
         assert "integrity" in error["message"]
 
 
-@pytest.mark.req("MRTR-NO-ASSUMED-FULFILMENT", "MRTR-STATE-SEALING")
+@pytest.mark.req("MRTR-NO-ASSUMED-FULFILMENT", "MRTR-STATE-SEALING", "BASE-STATELESS-NO-SAME-PROCESS", "BASE-STATELESS-EXPLICIT-STATE-ID")
 async def test_an_unanswered_round_leaves_nothing_behind_and_another_instance_can_finish_it() -> None:
     def build() -> Server:
         server = Server("stateless", "1.0.0", state_key=b"shared between instances")

@@ -183,7 +183,7 @@ def test_without_any_stream_change_events_send_nothing(interop: ServerProcess) -
     assert change_everything(interop) == []
 
 
-@pytest.mark.req("SUB-CONCURRENT-STREAMS", "SUB-ONLY-REQUESTED-TYPES", "META-SUBSCRIPTION-ID-ON-STREAM")
+@pytest.mark.req("SUB-CONCURRENT-STREAMS", "SUB-ONLY-REQUESTED-TYPES", "META-SUBSCRIPTION-ID-ON-STREAM", "TOOLS-LIST-CHANGED-NOTIFY", "PROMPT-LIST-CHANGED-NOTIFY", "RES-LIST-CHANGED-NOTIFY")
 def test_concurrent_streams_with_different_filters_each_get_exactly_their_own(interop: ServerProcess) -> None:
     open_stream(interop, "t", {"toolsListChanged": True})
     open_stream(interop, "p", {"promptsListChanged": True})
