@@ -13,50 +13,51 @@ from typing import Any
 Content = dict[str, Any]
 
 
-def _with_optional(block: Content, **optional: Any) -> Content:
+def with_optional(item: dict[str, Any], **optional: Any) -> dict[str, Any]:
+    """``item`` with each optional field added when it is not None (JSON omits absent fields)."""
     for key, value in optional.items():
         if value is not None:
-            block[key] = value
-    return block
+            item[key] = value
+    return item
 
 
 def text(value: str, *, annotations: dict[str, Any] | None = None) -> Content:
     """A ``text`` content block."""
-    return _with_optional({"type": "text", "text": value}, annotations=annotations)
+    return with_optional({"type": "text", "text": value}, annotations=annotations)
 
 
 def image(data: bytes, mime_type: str, *, annotations: dict[str, Any] | None = None) -> Content:
     """An ``image`` content block from raw image bytes."""
-    return _with_optional(
+    return with_optional(
         {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime_type}, annotations=annotations
     )
 
 
 def audio(data: bytes, mime_type: str, *, annotations: dict[str, Any] | None = None) -> Content:
     """An ``audio`` content block from raw audio bytes."""
-    return _with_optional(
+    return with_optional(
         {"type": "audio", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime_type}, annotations=annotations
     )
 
 
 def text_resource(uri: str, value: str, mime_type: str | None = "text/plain", **extra: Any) -> Content:
     """Text resource contents (``TextResourceContents``)."""
-    return _with_optional({"uri": uri, "text": value}, mimeType=mime_type, **extra)
+    return with_optional({"uri": uri, "text": value}, mimeType=mime_type, **extra)
 
 
 def blob_resource(uri: str, data: bytes, mime_type: str | None = "application/octet-stream", **extra: Any) -> Content:
     """Binary resource contents (``BlobResourceContents``), base64-encoded."""
-    return _with_optional({"uri": uri, "blob": base64.b64encode(data).decode("ascii")}, mimeType=mime_type, **extra)
+    return with_optional({"uri": uri, "blob": base64.b64encode(data).decode("ascii")}, mimeType=mime_type, **extra)
 
 
 def embedded_resource(contents: Content, *, annotations: dict[str, Any] | None = None) -> Content:
     """A ``resource`` content block embedding text or blob resource contents."""
-    return _with_optional({"type": "resource", "resource": contents}, annotations=annotations)
+    return with_optional({"type": "resource", "resource": contents}, annotations=annotations)
 
 
 def resource_link(uri: str, name: str, **extra: Any) -> Content:
     """A ``resource_link`` content block (title, description, mimeType, size, annotations may follow)."""
-    return _with_optional({"type": "resource_link", "uri": uri, "name": name}, **extra)
+    return with_optional({"type": "resource_link", "uri": uri, "name": name}, **extra)
 
 
 def prompt_message(role: str, content: Content | str) -> dict[str, Any]:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from typing import Any, Sequence, TypeVar
+from typing import Any, Callable, Sequence, TypeVar
 
 from .errors import InvalidParams
 
@@ -48,3 +48,12 @@ def paginate(items: Sequence[T], params: dict[str, Any], method: str, page_size:
     end = offset + page_size
     next_cursor = encode_cursor(method, end) if end < len(items) else None
     return items[offset:end], next_cursor
+
+
+def page_result(key: str, items: Sequence[T], params: dict[str, Any], method: str, page_size: int, describe: Callable[[T], Any]) -> dict[str, Any]:
+    """A list method's result: ``{key: [described items of the page]}`` plus ``nextCursor`` when more remain."""
+    page, next_cursor = paginate(items, params, method, page_size)
+    result: dict[str, Any] = {key: [describe(item) for item in page]}
+    if next_cursor is not None:
+        result["nextCursor"] = next_cursor
+    return result

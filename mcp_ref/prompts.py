@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from .content import prompt_message
+from .content import prompt_message, with_optional
 from .errors import InternalError, InvalidParams
 from .meta import check_meta_keys
-from .pagination import paginate
+from .pagination import page_result
 
 if TYPE_CHECKING:
     from .context import RequestContext
@@ -31,14 +31,7 @@ class PromptArgument:
     title: str | None = None
 
     def definition(self) -> dict[str, Any]:
-        item: dict[str, Any] = {"name": self.name}
-        if self.title is not None:
-            item["title"] = self.title
-        if self.description is not None:
-            item["description"] = self.description
-        if self.required:
-            item["required"] = True
-        return item
+        return with_optional({"name": self.name}, title=self.title, description=self.description, required=self.required or None)
 
 
 @dataclass
@@ -66,18 +59,14 @@ class Prompt:
 
     def definition(self) -> dict[str, Any]:
         """The prompt as ``prompts/list`` shows it."""
-        item: dict[str, Any] = {"name": self.name}
-        if self.title is not None:
-            item["title"] = self.title
-        if self.description is not None:
-            item["description"] = self.description
-        if self.arguments:
-            item["arguments"] = [argument.definition() for argument in self.arguments]
-        if self.icons is not None:
-            item["icons"] = self.icons
-        if self.meta is not None:
-            item["_meta"] = self.meta
-        return item
+        return with_optional(
+            {"name": self.name},
+            title=self.title,
+            description=self.description,
+            arguments=[argument.definition() for argument in self.arguments] or None,
+            icons=self.icons,
+            _meta=self.meta,
+        )
 
     def check_arguments(self, arguments: Any) -> dict[str, str]:
         """The arguments of a ``prompts/get``, or -32602 saying what is wrong with them."""
@@ -132,11 +121,7 @@ def _is_message(value: Any) -> bool:
 
 async def list_prompts(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``prompts/list``: one page of prompts, in registration order."""
-    page, next_cursor = paginate(list(server.prompts.values()), params, "prompts/list", server.page_size)
-    result: dict[str, Any] = {"prompts": [prompt.definition() for prompt in page]}
-    if next_cursor is not None:
-        result["nextCursor"] = next_cursor
-    return result
+    return page_result("prompts", list(server.prompts.values()), params, "prompts/list", server.page_size, Prompt.definition)
 
 
 async def get_prompt(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

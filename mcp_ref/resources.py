@@ -19,10 +19,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .caching import CacheHint
-from .content import blob_resource, text_resource
+from .content import blob_resource, text_resource, with_optional
 from .errors import InternalError, InvalidParams, ResourceNotFound
 from .meta import check_meta_keys
-from .pagination import paginate
+from .pagination import page_result
 from .uritemplate import UriTemplate
 
 if TYPE_CHECKING:
@@ -38,13 +38,6 @@ def check_uri(uri: Any, where: str) -> None:
     """Raise ``ValueError`` unless ``uri`` is an absolute URI (server/resources#custom-uri-schemes)."""
     if not isinstance(uri, str) or not _URI.fullmatch(uri):
         raise ValueError(f"{where}: {uri!r} is not an absolute URI (scheme:..., RFC 3986; percent-encode other characters)")
-
-
-def _describe(item: dict[str, Any], **fields: Any) -> dict[str, Any]:
-    for key, value in fields.items():
-        if value is not None:
-            item[key] = value
-    return item
 
 
 @dataclass
@@ -69,7 +62,7 @@ class Resource:
 
     def definition(self) -> dict[str, Any]:
         """The resource as ``resources/list`` shows it."""
-        return _describe(
+        return with_optional(
             {"uri": self.uri, "name": self.name},
             title=self.title,
             description=self.description,
@@ -104,7 +97,7 @@ class ResourceTemplate:
 
     def definition(self) -> dict[str, Any]:
         """The template as ``resources/templates/list`` shows it."""
-        return _describe(
+        return with_optional(
             {"uriTemplate": self.uri_template, "name": self.name},
             title=self.title,
             description=self.description,
@@ -140,20 +133,14 @@ async def list_resources(server: Server, ctx: RequestContext, params: dict[str, 
     for lister in server.resource_listers:
         for item in await server.invoke(lister, ctx):
             items.append(item.definition() if isinstance(item, Resource) else item)
-    page, next_cursor = paginate(items, params, "resources/list", server.page_size)
-    result: dict[str, Any] = {"resources": list(page)}
-    if next_cursor is not None:
-        result["nextCursor"] = next_cursor
-    return result
+    return page_result("resources", items, params, "resources/list", server.page_size, dict)
 
 
 async def list_resource_templates(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``resources/templates/list``: one page of templates, in registration order."""
-    page, next_cursor = paginate(list(server.resource_templates), params, "resources/templates/list", server.page_size)
-    result: dict[str, Any] = {"resourceTemplates": [template.definition() for template in page]}
-    if next_cursor is not None:
-        result["nextCursor"] = next_cursor
-    return result
+    return page_result(
+        "resourceTemplates", server.resource_templates, params, "resources/templates/list", server.page_size, ResourceTemplate.definition
+    )
 
 
 async def read_resource(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

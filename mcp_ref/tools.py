@@ -20,10 +20,10 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from .content import text
+from .content import text, with_optional
 from .errors import InternalError, InvalidParams, ToolError
 from .meta import check_meta_keys
-from .pagination import paginate
+from .pagination import page_result
 from .schemas import SchemaError, check_bounds, compile_schema, dialect_of
 
 if TYPE_CHECKING:
@@ -85,21 +85,16 @@ class Tool:
 
     def definition(self) -> dict[str, Any]:
         """The tool as ``tools/list`` shows it."""
-        tool: dict[str, Any] = {"name": self.name}
-        if self.title is not None:
-            tool["title"] = self.title
-        if self.description is not None:
-            tool["description"] = self.description
-        tool["inputSchema"] = self.input_schema
-        if self.output_schema is not None:
-            tool["outputSchema"] = self.output_schema
-        if self.annotations is not None:
-            tool["annotations"] = self.annotations
-        if self.icons is not None:
-            tool["icons"] = self.icons
-        if self.meta is not None:
-            tool["_meta"] = self.meta
-        return tool
+        return with_optional(
+            {"name": self.name},
+            title=self.title,
+            description=self.description,
+            inputSchema=self.input_schema,
+            outputSchema=self.output_schema,
+            annotations=self.annotations,
+            icons=self.icons,
+            _meta=self.meta,
+        )
 
     def compile(self) -> None:
         """Compile the schemas now (normally done on first call). Raises ``SchemaError`` if one is invalid."""
@@ -242,17 +237,16 @@ def invalid_arguments_result(tool: Tool, problems: list[str]) -> dict[str, Any]:
 
 async def list_tools(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``tools/list``: one page of tools, in registration order."""
-    page, next_cursor = paginate(list(server.tools.values()), params, "tools/list", server.page_size)
-    for tool in page:
-        # Publish only schemas that are valid for their dialect (compiled once, then cached).
-        try:
-            tool.compile()
-        except SchemaError as exc:
-            raise InternalError(f"Tool {tool.name!r} has an invalid schema: {exc}") from None
-    result: dict[str, Any] = {"tools": [tool.definition() for tool in page]}
-    if next_cursor is not None:
-        result["nextCursor"] = next_cursor
-    return result
+    return page_result("tools", list(server.tools.values()), params, "tools/list", server.page_size, _published)
+
+
+def _published(tool: Tool) -> dict[str, Any]:
+    """A tool's definition, once its schemas are known to be valid for their dialect (compiled once)."""
+    try:
+        tool.compile()
+    except SchemaError as exc:
+        raise InternalError(f"Tool {tool.name!r} has an invalid schema: {exc}") from None
+    return tool.definition()
 
 
 async def call_tool(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
