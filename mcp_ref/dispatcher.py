@@ -17,13 +17,19 @@ The transport feeds events from ``wire.WireReader`` to ``Dispatcher.handle``, sy
   handlers run at once; the rest wait their turn (the reader keeps reading, so a cancellation is
   never stuck behind busy handlers).
 
-For each request, ``_answer`` decides the era first: a request that carries modern ``_meta`` is
-always 2026-07-28; ``initialize`` without it starts the legacy era; after that, requests without
-modern ``_meta`` are legacy. It then finds the method in that era's table (-32601 if absent, or if
-its feature is not offered), validates the metadata, opens any MRTR request state, runs the
-handler, and shapes the result: ``resultType``, ``serverInfo`` and caching hints for the modern
-era, the negotiated version's shape for the legacy one. Exceptions become errors in exactly one
-place (``_error_for``). A cancelled request gets no response at all.
+Each request then goes through a few named steps, top to bottom in this file:
+
+1. ``_is_modern``: the era. Modern ``_meta`` always means 2026-07-28; ``initialize`` without it
+   starts the legacy era, and after that requests without modern ``_meta`` are legacy.
+2. ``_route``: the method in that era's table (-32601 if absent, or if its feature is not offered).
+3. ``_modern_context`` / ``_legacy_context``: who the client is -- from this request's ``_meta``
+   (validated: -32602, -32022) and any sealed MRTR state, or from the legacy handshake.
+4. ``_run``: the handler, within the concurrency bound.
+5. ``_complete`` (modern: ``resultType``, ``serverInfo``, caching hints), ``legacy.to_legacy_result``
+   (the negotiated version's shape), or ``_input_required`` (an interim result).
+
+Exceptions become wire errors in exactly one place (``_error_for``). A cancelled request gets no
+response at all.
 
 On shutdown (EOF or a signal), ``shutdown`` lets in-flight requests finish within a grace
 period, cancels what is left, and closes open subscriptions gracefully (each gets its final
@@ -240,30 +246,35 @@ class Dispatcher:
         await self._sink.drain()
 
     async def _answer(self, request: Request, entry: InFlight) -> dict[str, Any]:
-        method, params = request.method, request.params
-        modern = carries_modern_meta(params) or not self._legacy_request(method)
+        """The response to one request: its result, or the error that replaces it."""
+        modern = self._is_modern(request)
         try:
             result = await self._run(request, entry, modern)
         except InputRequired as needed:
             try:
                 result = self._input_required(request, entry, needed, modern)
             except Exception as exc:
-                return error_response(request.id, self._error_for(exc, modern, method))
+                return error_response(request.id, self._error_for(exc, modern, request.method))
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # the one place exceptions become wire errors
-            return error_response(request.id, self._error_for(exc, modern, method))
+            return error_response(request.id, self._error_for(exc, modern, request.method))
         return result_response(request.id, result)
 
-    def _legacy_request(self, method: str) -> bool:
-        """Is a request *without* modern ``_meta`` to be served in the legacy era?"""
-        if not self.server.serve_legacy:
-            return False
-        return method == "initialize" or method == "ping" or self.server.legacy.active
+    def _is_modern(self, request: Request) -> bool:
+        """The era of one request (basic/versioning#backward-compatibility...).
 
-    async def _run(self, request: Request, entry: InFlight, modern: bool) -> dict[str, Any]:
-        method, params = request.method, request.params
-        server = self.server
+        Modern ``_meta`` always means 2026-07-28. Without it, ``initialize`` and ``ping`` are
+        legacy, and so is everything once an ``initialize`` was answered; anything else is
+        treated as a malformed modern request (and so answered -32602). A modern-only server has
+        no legacy era at all.
+        """
+        if carries_modern_meta(request.params) or not self.server.serve_legacy:
+            return True
+        return not (request.method in ("initialize", "ping") or self.server.legacy.active)
+
+    def _route(self, method: str, params: dict[str, Any], modern: bool) -> Handler:
+        """The handler for ``method`` in this era; -32601 if there is none, or its feature is not offered."""
         if modern and method == "initialize" and not carries_modern_meta(params):
             # A modern-only server: name our versions so a legacy user sees why (basic/versioning).
             requested = params.get("protocolVersion")
@@ -273,64 +284,73 @@ class Dispatcher:
                 f"This server speaks only MCP {', '.join(MODERN_VERSIONS)} (no initialize handshake); "
                 "upgrade the client to a version that sends per-request _meta",
             )
-        table = MODERN_METHODS if modern else LEGACY_METHODS
-        route = table.get(method)
+        route = (MODERN_METHODS if modern else LEGACY_METHODS).get(method)
         if route is None:
             raise MethodNotFound(f"Method not found: {method}", {"method": method})
         handler, needed = route
-        if needed is not None and not _has_capability(server.capabilities("modern" if modern else "legacy"), needed):
+        if needed is not None and not _has_capability(self.server.capabilities("modern" if modern else "legacy"), needed):
             raise MethodNotFound(f"Method not found: {method} (this server does not offer {needed})", {"method": method})
+        return handler
 
+    def _modern_context(self, request: Request) -> RequestContext:
+        """Everything a 2026-07-28 request says about its client, from its own ``_meta`` (and MRTR params)."""
+        server, params = self.server, request.params
+        meta = parse_request_meta(params, server.supported_versions)
         input_responses: dict[str, Any] = {}
-        state = None
-        if modern:
-            meta = parse_request_meta(params, server.supported_versions)
-            context = RequestContext(
-                request_id=request.id,
-                method=method,
-                era="modern",
-                protocol_version=meta.protocol_version,
-                client_capabilities=meta.client_capabilities,
-                client_info=meta.client_info,
-                log_level=meta.log_level if server.log_messages else None,
-                progress_token=meta.progress_token,
-                emit=self.emit,
-                input_responses=input_responses,
-            )
-            if method in MRTR_METHODS:
-                fresh = parse_input_responses(params)
-                if "requestState" in params:
-                    opened = server.sealer.open(params["requestState"], method, params)
-                    context.state = opened.state
-                    input_responses.update(opened.answered)
-                input_responses.update(fresh)  # this round's answers win over carried ones
-        else:
-            session = server.legacy
-            context = RequestContext(
-                request_id=request.id,
-                method=method,
-                era="legacy",
-                protocol_version=session.version or "",
-                client_capabilities=session.client_capabilities,
-                client_info=session.client_info,
-                log_level=session.log_level,
-                progress_token=parse_progress_token(params.get("_meta")),
-                emit=self.emit,
-            )
+        context = RequestContext(
+            request_id=request.id,
+            method=request.method,
+            era="modern",
+            protocol_version=meta.protocol_version,
+            client_capabilities=meta.client_capabilities,
+            client_info=meta.client_info,
+            log_level=meta.log_level if server.log_messages else None,
+            progress_token=meta.progress_token,
+            emit=self.emit,
+            input_responses=input_responses,
+        )
+        if request.method in MRTR_METHODS:
+            fresh = parse_input_responses(params)
+            if "requestState" in params:
+                opened = server.sealer.open(params["requestState"], request.method, params)  # -32602 if forged
+                context.state = opened.state
+                input_responses.update(opened.answered)
+            input_responses.update(fresh)  # this round's answers win over carried ones
+        return context
+
+    def _legacy_context(self, request: Request) -> RequestContext:
+        """A legacy request's client is the one the ``initialize`` handshake described."""
+        session = self.server.legacy
+        return RequestContext(
+            request_id=request.id,
+            method=request.method,
+            era="legacy",
+            protocol_version=session.version or "",
+            client_capabilities=session.client_capabilities,
+            client_info=session.client_info,
+            log_level=session.log_level,
+            progress_token=parse_progress_token(request.params.get("_meta")),
+            emit=self.emit,
+        )
+
+    async def _run(self, request: Request, entry: InFlight, modern: bool) -> dict[str, Any]:
+        """Route, build the context, run the handler (within the concurrency bound), shape the result."""
+        handler = self._route(request.method, request.params, modern)
+        context = self._modern_context(request) if modern else self._legacy_context(request)
         entry.context = context
         context._cancelled = entry.cancelled
-
         try:
-            if method == "subscriptions/listen":
-                result = await handler(server, context, params)
+            if request.method == "subscriptions/listen":
+                # Open for as long as the subscription lives: never holds a concurrency slot.
+                result = await handler(self.server, context, request.params)
             else:
                 async with self._slots:
-                    result = await handler(server, context, params)
+                    result = await handler(self.server, context, request.params)
         finally:
             context._finish()  # no progress or log notification may follow the response
         if modern:
-            return self._complete(method, result)
-        return legacy.to_legacy_result(method, result, server.legacy.version or "")
+            return self._complete(request.method, result)
+        return legacy.to_legacy_result(request.method, result, self.server.legacy.version or "")
 
     def _complete(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A modern complete result: ``resultType``, ``serverInfo`` and, where cacheable, caching hints."""
