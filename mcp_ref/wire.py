@@ -229,8 +229,9 @@ def encode_message(message: dict[str, Any]) -> bytes:
     decides what the peer sees instead.
     """
     text = _encoder.encode(message)
+    text += "\n"  # resized in place (the only reference): no second copy of a large result
     try:
-        return text.encode("utf-8") + b"\n"
+        return text.encode("utf-8")
     except UnicodeEncodeError:
         # A lone surrogate (e.g. an undecodable file name) cannot be UTF-8; JSON's \\u escapes can
         # still carry it, so the line stays valid JSON and valid UTF-8.
