@@ -124,6 +124,8 @@ class _StdoutWriter(asyncio.Protocol):
             self._closed.set_result(None)
 
     def write(self, line: bytes) -> None:
+        """Queue one whole line. Not a coroutine, so never interrupted: a line is queued entirely
+        or, once stdout is broken, not at all (lines for a peer that closed stdout are dropped)."""
         if self._broken:
             return
         if self._transport is not None:
@@ -138,12 +140,18 @@ class _StdoutWriter(asyncio.Protocol):
             self._broken = True
 
     async def drain(self) -> None:
+        """Wait while the pipe is full. Cancel-safe: cancelling only stops the waiting; what was
+        queued is still written."""
         resumed = self._resumed
         if resumed is not None and not resumed.done() and not self._broken:
             await asyncio.shield(resumed)
 
     async def close(self, timeout: float) -> None:
-        """Flush everything queued (asyncio writes the buffer out before closing), then close."""
+        """Flush everything queued (asyncio writes the buffer out before closing), then close.
+
+        Gives up after ``timeout`` seconds (a peer that stopped reading) and drops what is left.
+        If cancelled, the transport still finishes closing in the background.
+        """
         if self._transport is None or self._closed is None:
             return
         self._transport.close()
@@ -231,7 +239,11 @@ class StdioSession:
             await asyncio.sleep(0)  # let handlers run between chunks
 
     async def serve(self) -> None:
-        """Run until EOF or ``stop()``, then shut down gracefully."""
+        """Run until EOF or ``stop()``, then shut down gracefully.
+
+        Cancelling ``serve`` itself is treated like a signal: the shutdown (grace period, graceful
+        subscription closure, flush) still runs, in the ``finally`` block.
+        """
         loop = asyncio.get_running_loop()
         self._done = asyncio.Event()
         await self._writer.open()
