@@ -238,7 +238,7 @@ class Dispatcher:
             return
         try:
             line = encode_message(response)
-        except (TypeError, ValueError) as exc:
+        except (TypeError, ValueError, RecursionError) as exc:
             log.error("result of %s (id %r) is not JSON-serializable: %s", request.method, request.id, exc)
             line = encode_message(error_response(request.id, InternalError(f"Internal error: the {request.method} result could not be encoded")))
         self._sink.write(line)
