@@ -269,7 +269,7 @@ class Dispatcher:
         treated as a malformed modern request (and so answered -32602). A modern-only server has
         no legacy era at all.
         """
-        if carries_modern_meta(request.params) or not self.server.serve_legacy:
+        if carries_modern_meta(request.params) or self.server.modern_only:
             return True
         return not (request.method in ("initialize", "ping") or self.server.legacy.active)
 

@@ -58,8 +58,9 @@ class Server:
       ``notify_resource_updated``); declared as ``resources.subscribe``.
     * ``log_messages``: handlers' ``ctx.log`` may reach the client as ``notifications/message``
       (a deprecated feature; off by default, everything is logged to stderr regardless).
-    * ``serve_legacy``: also serve initialize-era clients (2025-11-25 and earlier). With ``False``
-      the server is modern-only and answers ``initialize`` with an error naming its versions.
+    * ``modern_only``: serve only 2026-07-28 clients. By default initialize-era clients
+      (2025-11-25 and earlier) are served too; a modern-only server answers ``initialize`` with
+      an error naming the versions it supports.
     * ``page_size``: items per page of the list methods.
     * ``cache_hints``: ``{method: CacheHint}`` overriding the defaults (0 ms; public for lists and
       discovery, private for ``resources/read``).
@@ -78,7 +79,7 @@ class Server:
         list_changed: bool | Iterable[str] = False,
         resource_subscriptions: bool = False,
         log_messages: bool = False,
-        serve_legacy: bool = True,
+        modern_only: bool = False,
         page_size: int = DEFAULT_PAGE_SIZE,
         cache_hints: dict[str, CacheHint] | None = None,
         state_key: bytes | None = None,
@@ -96,7 +97,7 @@ class Server:
         self.list_changed_kinds = frozenset(kinds)
         self.resource_subscriptions = resource_subscriptions
         self.log_messages = log_messages
-        self.serve_legacy = serve_legacy
+        self.modern_only = modern_only
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         self.page_size = page_size
@@ -125,7 +126,7 @@ class Server:
     @property
     def supported_versions(self) -> list[str]:
         """Versions advertised by ``server/discover`` and in -32022 errors."""
-        return supported_versions(self.serve_legacy)
+        return supported_versions(include_legacy=not self.modern_only)
 
     def capabilities(self, era: str = "modern") -> dict[str, Any]:
         """Server capabilities, derived from what is registered and what the server emits."""

@@ -17,9 +17,9 @@ LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2
 LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0]
 
 
-def supported_versions(serve_legacy: bool) -> list[str]:
+def supported_versions(include_legacy: bool) -> list[str]:
     """What ``server/discover`` and -32022 errors advertise: legacy versions only when served."""
-    return list(MODERN_VERSIONS + LEGACY_VERSIONS) if serve_legacy else list(MODERN_VERSIONS)
+    return list(MODERN_VERSIONS + LEGACY_VERSIONS) if include_legacy else list(MODERN_VERSIONS)
 
 
 def negotiate_legacy_version(requested: object) -> str:

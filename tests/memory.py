@@ -156,7 +156,7 @@ class MemoryClient:
 
     def _era_of(self, method: str, params: dict[str, Any]) -> str:
         """The era the dispatcher serves this request in (basic/versioning; see dispatcher docstring)."""
-        if carries_modern_meta(params) or not self.server.serve_legacy:
+        if carries_modern_meta(params) or self.server.modern_only:
             return "modern"
         if method in ("initialize", "ping") or self.server.legacy.active:
             return "legacy"

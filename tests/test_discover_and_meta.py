@@ -62,14 +62,14 @@ async def test_discover_answers_with_versions_capabilities_and_identity():
 
 @pytest.mark.req("DISC-SUPPORTED-VERSIONS", "VER-DUAL-ERA-ADVERTISES-LEGACY")
 async def test_discover_lists_legacy_versions_when_the_server_serves_them():
-    async with serve(bare_server(serve_legacy=True)) as client:
+    async with serve(bare_server(modern_only=False)) as client:
         result = await client.result("server/discover")
     assert result["supportedVersions"] == [MODERN_VERSION, *LEGACY_VERSIONS]
 
 
 @pytest.mark.req("DISC-SUPPORTED-VERSIONS")
 async def test_discover_lists_only_the_modern_version_on_a_modern_only_server():
-    async with serve(bare_server(serve_legacy=False)) as client:
+    async with serve(bare_server(modern_only=True)) as client:
         result = await client.result("server/discover")
     assert result["supportedVersions"] == [MODERN_VERSION]
 
@@ -289,7 +289,7 @@ async def test_unsupported_version_is_32022_naming_supported_and_requested():
 
 @pytest.mark.req("VER-UNSUPPORTED-32022")
 async def test_unsupported_version_on_a_modern_only_server_names_only_the_modern_version():
-    async with serve(bare_server(serve_legacy=False)) as client:
+    async with serve(bare_server(modern_only=True)) as client:
         error = await client.error("server/discover", meta=modern_meta(protocol_version="1999-01-01"))
     assert error["code"] == -32022
     assert error["data"] == {"supported": [MODERN_VERSION], "requested": "1999-01-01"}
@@ -381,7 +381,7 @@ async def test_legacy_only_methods_with_modern_meta_are_method_not_found(method)
 @pytest.mark.req("VER-MODERN-ONLY-INITIALIZE-32022")
 async def test_modern_only_server_answers_legacy_initialize_with_its_versions():
     params = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}}
-    async with serve(bare_server(serve_legacy=False)) as client:
+    async with serve(bare_server(modern_only=True)) as client:
         error = await client.error("initialize", params, meta=OMIT)
     assert error["code"] == -32022
     assert error["data"] == {"supported": [MODERN_VERSION], "requested": "2025-11-25"}
@@ -389,7 +389,7 @@ async def test_modern_only_server_answers_legacy_initialize_with_its_versions():
 
 
 async def test_modern_only_server_names_an_empty_requested_version_when_initialize_has_none():
-    async with serve(bare_server(serve_legacy=False)) as client:
+    async with serve(bare_server(modern_only=True)) as client:
         error = await client.error("initialize", {}, meta=OMIT)
     assert error["code"] == -32022
     assert error["data"]["requested"] == ""

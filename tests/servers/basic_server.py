@@ -80,7 +80,7 @@ def build_server() -> Server:
         "1.0.0",
         title="Basic test server",
         instructions="A test server for the mcp_ref wire tests.",
-        serve_legacy=os.environ.get("BASIC_SERVER_MODERN_ONLY", "") not in ("1", "true", "yes"),
+        modern_only=os.environ.get("BASIC_SERVER_MODERN_ONLY", "") in ("1", "true", "yes"),
         **options,
     )
 

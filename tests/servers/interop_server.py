@@ -96,10 +96,10 @@ def _first_text(content: Any) -> str:
     return ""
 
 
-def build_server(*, serve_legacy: bool | None = None, **options: Any) -> Server:
-    """The interop server. ``serve_legacy`` defaults to ``not $MCP_REF_MODERN_ONLY``; ``options`` go to ``Server``."""
-    if serve_legacy is None:
-        serve_legacy = not _modern_only()
+def build_server(*, modern_only: bool | None = None, **options: Any) -> Server:
+    """The interop server. ``modern_only`` defaults to ``$MCP_REF_MODERN_ONLY``; ``options`` go to ``Server``."""
+    if modern_only is None:
+        modern_only = _modern_only()
     server = Server(
         "interop-server",
         "1.0.0",
@@ -107,7 +107,7 @@ def build_server(*, serve_legacy: bool | None = None, **options: Any) -> Server:
         instructions="An example server for MRTR, subscriptions and legacy clients.",
         list_changed=True,
         resource_subscriptions=True,
-        serve_legacy=serve_legacy,
+        modern_only=modern_only,
         **options,
     )
     note = {"text": "nothing noted yet"}
