@@ -48,7 +48,7 @@ def spawn() -> Iterator[Spawn]:
 
     yield start
     for process in started:
-        process.kill()
+        process.close(timeout=1.0)
 
 
 @pytest.fixture(scope="module")
@@ -56,7 +56,7 @@ def _module_servers() -> Iterator[list[ServerProcess]]:
     servers: list[ServerProcess] = []
     yield servers
     for process in servers:
-        process.kill()
+        process.close(timeout=1.0)
 
 
 @pytest.fixture

@@ -226,6 +226,26 @@ class ServerProcess:
         return self
 
     def __exit__(self, *exc_info: Any) -> None:
+        self.close()
+
+    def close(self, timeout: float = 3.0) -> None:
+        """End the process as a client would: close stdin and give it ``timeout`` seconds to exit
+        (which also lets coverage data be written), then ``kill()`` whatever is left."""
+        if self.proc is not None and self.proc.poll() is None and self.proc.stdin is not None:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+            deadline = time.monotonic() + timeout
+            stdout = self.proc.stdout
+            while self.proc.poll() is None and time.monotonic() < deadline:
+                # Drain stdout (unread) so a server with queued output is not stuck on a full pipe.
+                if stdout is not None and select.select([stdout], [], [], 0.05)[0] and not os.read(stdout.fileno(), 65536):
+                    break  # stdout closed: the process is on its way out
+            try:
+                self.proc.wait(timeout=max(0.0, deadline - time.monotonic()))
+            except subprocess.TimeoutExpired:
+                pass
         self.kill()
 
     @property
