@@ -4,7 +4,8 @@ stdio transport and server dispatcher, serving legacy (initialize-era) clients t
 Reading order for a newcomer, following one message from stdin to stdout:
 ``wire`` (framing, JSON-RPC) -> ``stdio`` (asyncio transport) -> ``dispatcher`` (eras, routing,
 errors) -> ``meta`` / ``versions`` -> the feature modules (``discover``, ``tools``, ``resources``,
-``prompts``, ``completion``, ``subscriptions``, ``mrtr``, ``legacy``) -> ``server`` (the API).
+``prompts``, ``completion``, ``subscriptions``, ``mrtr``, ``legacy``, ``ratelimit``) -> ``server``
+(the API).
 """
 
 from .caching import CacheHint
@@ -32,6 +33,7 @@ from .errors import (
 )
 from .mrtr import InputRequired, elicit_form, elicit_url, list_roots, sample
 from .prompts import Prompt, PromptArgument, PromptResult
+from .ratelimit import RateLimit
 from .resources import Resource, ResourceTemplate
 from .server import Server
 from .tools import Tool, ToolResult
@@ -52,6 +54,7 @@ __all__ = [
     "Prompt",
     "PromptArgument",
     "PromptResult",
+    "RateLimit",
     "ProtocolError",
     "RequestContext",
     "Resource",

@@ -24,7 +24,7 @@ Each request then goes through a few named steps, top to bottom in this file:
 2. ``_route``: the method in that era's table (-32601 if absent, or if its feature is not offered).
 3. ``_modern_context`` / ``_legacy_context``: who the client is -- from this request's ``_meta``
    (validated: -32602, -32022) and any sealed MRTR state, or from the legacy handshake.
-4. ``_run``: the handler, within the concurrency bound.
+4. ``_run``: the handler, within the concurrency bound (after any rate limit's pacing).
 5. ``_complete`` (modern: ``resultType``, ``serverInfo``, caching hints), ``legacy.to_legacy_result``
    (the negotiated version's shape), or ``_input_required`` (an interim result).
 
@@ -339,7 +339,10 @@ class Dispatcher:
         context = self._modern_context(request) if modern else self._legacy_context(request)
         entry.context = context
         context._cancelled = entry.cancelled
+        limit = self.server.rate_limits.get(request.method)
         try:
+            if limit is not None:
+                await limit.acquire()  # paced before it takes a slot
             if request.method == "subscriptions/listen":
                 # Open for as long as the subscription lives: never holds a concurrency slot.
                 result = await handler(self.server, context, request.params)

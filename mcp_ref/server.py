@@ -33,6 +33,7 @@ from .legacy import LegacySession
 from .mrtr import StateSealer
 from .pagination import DEFAULT_PAGE_SIZE
 from .prompts import Prompt, PromptArgument
+from .ratelimit import RateLimit
 from .resources import Resource, ResourceTemplate
 from .subscriptions import LIST_CHANGED_FIELDS, SubscriptionHub
 from .tools import Tool
@@ -67,6 +68,8 @@ class Server:
     * ``state_key`` / ``state_ttl_seconds``: the HMAC key and lifetime of sealed MRTR request state
       (default key: ``$MCP_REF_STATE_KEY``, else random per process).
     * ``handler_threads``: size of the pool that runs *synchronous* handlers (I/O never uses it).
+    * ``rate_limits``: ``{method: RateLimit}`` pacing requests of those methods (e.g.
+      ``"tools/call"``, ``"completion/complete"``); none by default.
     """
 
     def __init__(
@@ -85,6 +88,7 @@ class Server:
         state_key: bytes | None = None,
         state_ttl_seconds: float = 600,
         handler_threads: int = 4,
+        rate_limits: dict[str, RateLimit] | None = None,
     ) -> None:
         self.info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
@@ -104,6 +108,7 @@ class Server:
         self._cache_hints = dict(cache_hints or {})
         self.sealer = StateSealer(state_key, state_ttl_seconds)
         self.handler_threads = handler_threads
+        self.rate_limits = dict(rate_limits or {})
 
         self.tools: dict[str, Tool] = {}
         self.resources: dict[str, Resource] = {}

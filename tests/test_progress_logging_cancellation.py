@@ -10,11 +10,12 @@ import asyncio
 import json
 import logging
 import threading
+import time
 
 import pytest
 
 import mcp_ref.context
-from mcp_ref import InputRequired, Server, ToolError, elicit_form
+from mcp_ref import InputRequired, RateLimit, Server, ToolError, elicit_form
 
 from .memory import modern_meta, serve
 
@@ -654,3 +655,43 @@ async def test_cancel_in_flight_cancels_running_requests_without_answering_them(
         await client.settle()
     assert sorted(gate.cancelled) == [0, 1]
     assert all(client.responses(i) == [] for i in ids)
+
+
+# --- rate limits ------------------------------------------------------------------------------------
+
+
+@pytest.mark.req("TOOLS-RATE-LIMIT", "COMPL-RATE-LIMIT-REQUESTS", "COMPL-SECURITY-RATE-LIMIT")
+async def test_a_rate_limit_paces_calls_beyond_the_burst():
+    server = Server("paced", "1", rate_limits={"tools/call": RateLimit(per_second=20, burst=2)})
+
+    @server.tool(description="fast")
+    async def fast(ctx, args):
+        return "ok"
+
+    async with serve(server) as client:
+        started = time.monotonic()
+        ids = [client.request("tools/call", {"name": "fast"}) for _ in range(6)]
+        for request_id in ids:
+            assert "result" in await client.response(request_id, timeout=5)
+        elapsed = time.monotonic() - started
+        # Two go at once; the other four wait a twentieth of a second each.
+        assert elapsed >= 0.18
+        unpaced = time.monotonic()
+        assert "result" in await client.call("tools/list")
+        assert time.monotonic() - unpaced < 0.1  # other methods are not paced
+
+
+@pytest.mark.req("TOOLS-RATE-LIMIT")
+def test_a_rate_limit_promises_turns_in_arrival_order():
+    limit = RateLimit(per_second=10, burst=1)
+    delays = [limit.reserve() for _ in range(4)]
+    assert delays[0] == 0
+    assert delays == sorted(delays)
+    assert 0.25 <= delays[-1] <= 0.31
+
+
+@pytest.mark.req("TOOLS-RATE-LIMIT")
+@pytest.mark.parametrize("per_second, burst", [(0, None), (-1, 2), (5, 0)])
+def test_a_rate_limit_needs_a_positive_rate_and_burst(per_second, burst):
+    with pytest.raises(ValueError):
+        RateLimit(per_second, burst)
