@@ -8,6 +8,7 @@ these helpers take ``bytes`` and do the encoding, so raw bytes can never reach t
 from __future__ import annotations
 
 import base64
+import re
 from typing import Any
 
 Content = dict[str, Any]
@@ -65,3 +66,54 @@ def prompt_message(role: str, content: Content | str) -> dict[str, Any]:
     if role not in ("user", "assistant"):
         raise ValueError('role must be "user" or "assistant"')
     return {"role": role, "content": text(content) if isinstance(content, str) else content}
+
+
+# --- checking blocks a handler built by hand ------------------------------------------------------
+
+_BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
+_MIME_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?")
+
+
+def content_problem(block: Any) -> str | None:
+    """Why ``block`` is not a valid content block (text, image, audio, resource_link, resource), or None.
+
+    Handlers may build blocks by hand; these checks keep a malformed one (say, raw bytes as
+    ``data``, or a MIME type without a subtype) from reaching the wire.
+    """
+    if not isinstance(block, dict):
+        return "a content block must be an object"
+    kind = block.get("type")
+    if kind == "text":
+        return None if isinstance(block.get("text"), str) else "text content needs a text string"
+    if kind in ("image", "audio"):
+        return _base64_problem(block.get("data"), f"{kind} data") or _mime_problem(block.get("mimeType"), kind)
+    if kind == "resource_link":
+        return None if isinstance(block.get("uri"), str) and isinstance(block.get("name"), str) else "resource_link needs uri and name"
+    if kind == "resource":
+        return resource_contents_problem(block.get("resource"))
+    return f"unknown content type {kind!r}"
+
+
+def resource_contents_problem(contents: Any) -> str | None:
+    """Why ``contents`` is not valid text or blob resource contents, or None."""
+    if not isinstance(contents, dict) or not isinstance(contents.get("uri"), str):
+        return "resource contents need a uri"
+    if ("text" in contents) == ("blob" in contents):
+        return "resource contents need exactly one of text and blob"
+    if "mimeType" in contents and (problem := _mime_problem(contents["mimeType"], "resource")):
+        return problem
+    if "text" in contents:
+        return None if isinstance(contents["text"], str) else "resource text must be a string"
+    return _base64_problem(contents["blob"], "resource blob")
+
+
+def _base64_problem(data: Any, what: str) -> str | None:
+    if not isinstance(data, str) or len(data) % 4 or not _BASE64.fullmatch(data):
+        return f"{what} must be base64 text (use the content helpers, which encode bytes)"
+    return None
+
+
+def _mime_problem(mime_type: Any, what: str) -> str | None:
+    if not isinstance(mime_type, str) or not _MIME_TYPE.fullmatch(mime_type):
+        return f"{what} needs a MIME type such as image/png, got {mime_type!r}"
+    return None

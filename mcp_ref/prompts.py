@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from .content import prompt_message, with_optional
+from .content import content_problem, prompt_message, with_optional
 from .errors import InternalError, InvalidParams
 from .meta import check_meta_keys
 from .pagination import page_result
@@ -100,6 +100,9 @@ class Prompt:
             messages = value
         else:
             raise InternalError(f"Prompt {self.name!r} handler returned something that is not messages")
+        for message in messages:
+            if problem := content_problem(message["content"]):
+                raise InternalError(f"Prompt {self.name!r} returned a malformed message: {problem}")
         result: dict[str, Any] = {"messages": messages}
         if description is not None:
             result["description"] = description

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .caching import CacheHint
-from .content import blob_resource, text_resource, with_optional
+from .content import blob_resource, resource_contents_problem, text_resource, with_optional
 from .errors import InternalError, InvalidParams, ResourceNotFound
 from .meta import check_meta_keys
 from .pagination import page_result
@@ -118,8 +118,8 @@ def to_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, A
         value = [value]
     if isinstance(value, list) and value:
         for item in value:
-            if not (isinstance(item, dict) and isinstance(item.get("uri"), str) and ("text" in item) != ("blob" in item)):
-                raise InternalError(f"Resource handler for {uri!r} returned malformed contents")
+            if problem := resource_contents_problem(item):
+                raise InternalError(f"Resource handler for {uri!r} returned malformed contents: {problem}")
         return value
     raise InternalError(f"Resource handler for {uri!r} returned no contents")
 

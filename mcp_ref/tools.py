@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
-from .content import text, with_optional
+from .content import content_problem, text, with_optional
 from .errors import InternalError, InvalidParams, ToolError
 from .meta import check_meta_keys
 from .pagination import page_result
@@ -117,6 +117,9 @@ class Tool:
         result = value if isinstance(value, ToolResult) else self._wrap(value)
         if self.output_schema is not None and not result.is_error and not result.has_structured_content:
             raise InternalError(f"Tool {self.name!r} has an outputSchema but returned no structured content")
+        for block in result.content:
+            if problem := content_problem(block):
+                raise InternalError(f"Tool {self.name!r} returned malformed content: {problem}")
         out: dict[str, Any] = {"content": result.content}
         if result.has_structured_content:
             if self.output_schema is not None and not result.is_error:

@@ -383,3 +383,85 @@ async def test_a_flood_of_log_messages_is_cut_to_the_per_request_rate():
     sent = int(result["content"][0]["text"])
     assert LOG_MESSAGES_PER_SECOND <= sent < 2 * LOG_MESSAGES_PER_SECOND
     assert len(notifications) == sent
+
+
+# --- what handlers return is checked before it reaches the wire -----------------------------------
+
+PNG_BASE64 = "iVBORw0KGgo="
+
+
+def output_server(tool_value=None, prompt_value=None, resource_value=None) -> Server:
+    server = Server("outputs", "1")
+
+    @server.tool(description="returns what the test says")
+    async def emit(ctx, args):
+        return tool_value
+
+    @server.prompt(description="returns what the test says")
+    async def shaped(ctx, args):
+        return prompt_value
+
+    @server.resource("test://shaped", description="returns what the test says")
+    async def read(ctx):
+        return resource_value
+
+    return server
+
+
+MALFORMED_BLOCKS = [
+    {"type": "image", "data": b"raw bytes".hex() + "!", "mimeType": "image/png"},
+    {"type": "image", "data": PNG_BASE64},
+    {"type": "audio", "data": PNG_BASE64, "mimeType": "wav"},
+    {"type": "image", "data": "abc", "mimeType": "image/png"},
+    {"type": "resource", "resource": {"uri": "test://x", "text": "a", "blob": PNG_BASE64}},
+    {"type": "resource", "resource": {"uri": "test://x", "blob": "not base64!"}},
+    {"type": "resource", "resource": {"text": "no uri"}},
+    {"type": "resource_link", "uri": "test://x"},
+    {"type": "video", "data": PNG_BASE64},
+]
+
+
+@pytest.mark.req("PROMPT-IMAGE-BASE64", "PROMPT-AUDIO-BASE64", "PROMPT-EMBEDDED-RESOURCE-FIELDS", "PROMPT-VALIDATE-INPUTS-OUTPUTS")
+@pytest.mark.parametrize("block", MALFORMED_BLOCKS)
+async def test_a_prompt_message_with_a_malformed_block_is_an_internal_error(block):
+    async with serve(output_server(prompt_value=[{"role": "user", "content": block}])) as client:
+        error = await client.error("prompts/get", {"name": "shaped"})
+    assert error["code"] == -32603
+
+
+@pytest.mark.req("TOOLS-SANITIZE-OUTPUTS")
+@pytest.mark.parametrize("block", MALFORMED_BLOCKS)
+async def test_a_tool_result_with_a_malformed_block_is_an_internal_error(block):
+    async with serve(output_server(tool_value=[{"type": "text", "text": "fine"}, block])) as client:
+        error = await client.error("tools/call", {"name": "emit"})
+    assert error["code"] == -32603
+
+
+@pytest.mark.req("RES-READ-BLOB-BASE64")
+@pytest.mark.parametrize(
+    "contents",
+    [{"uri": "test://shaped", "blob": "raw\x00bytes"}, {"uri": "test://shaped", "blob": "QUJD", "mimeType": "no-subtype"}],
+)
+async def test_hand_built_resource_contents_must_be_well_formed(contents):
+    async with serve(output_server(resource_value=contents)) as client:
+        error = await client.error("resources/read", {"uri": "test://shaped"})
+    assert error["code"] == -32603
+
+
+@pytest.mark.req("PROMPT-IMAGE-BASE64", "PROMPT-EMBEDDED-RESOURCE-FIELDS", "TOOLS-SANITIZE-OUTPUTS")
+async def test_blocks_built_with_the_content_helpers_pass_the_checks():
+    from mcp_ref import audio, blob_resource, embedded_resource, image, resource_link, text
+
+    blocks = [
+        text("t"),
+        image(b"\x89PNG", "image/png"),
+        audio(b"RIFF", "audio/wav; codecs=1"),
+        embedded_resource(blob_resource("test://b", b"\x00\x01")),
+        resource_link("test://l", "l"),
+    ]
+    messages = [{"role": "user", "content": block} for block in blocks]
+    async with serve(output_server(tool_value=blocks, prompt_value=messages)) as client:
+        tool = await client.result("tools/call", {"name": "emit"})
+        prompt = await client.result("prompts/get", {"name": "shaped"})
+    assert tool["content"] == blocks
+    assert [m["content"] for m in prompt["messages"]] == blocks
