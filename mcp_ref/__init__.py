@@ -4,8 +4,8 @@ stdio transport and server dispatcher, serving legacy (initialize-era) clients t
 Reading order for a newcomer, following one message from stdin to stdout:
 ``wire`` (framing, JSON-RPC) -> ``stdio`` (asyncio transport) -> ``dispatcher`` (eras, routing,
 errors) -> ``meta`` / ``versions`` -> the feature modules (``discover``, ``tools``, ``resources``,
-``prompts``, ``completion``, ``subscriptions``, ``mrtr``, ``legacy``, ``ratelimit``) -> ``server``
-(the API).
+``prompts``, ``completion``, ``subscriptions``, ``mrtr`` + ``requeststate``, ``legacy``,
+``ratelimit``) -> ``server`` (the API).
 """
 
 from .caching import CacheHint

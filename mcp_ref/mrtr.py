@@ -19,12 +19,9 @@ travel inside the sealed ``requestState``, so a handler that asks one thing afte
 (``a = ctx.ask(...)`` then ``b = ctx.ask(...)``) sees every earlier answer in every later round.
 A key is answered once: to ask the user again, use a new key.
 
-``requestState`` passes through the client, so it is attacker-controlled. ``StateSealer`` seals
-it with HMAC-SHA256 over a payload that binds the method, a digest of the request's salient
-params (tool name and arguments, prompt name and arguments, or resource URI), an expiry, and the
-handler's own state (plus the answers received so far, so a client may answer a few keys per
-round). A token that fails any check is rejected with -32602 before the handler runs. The key comes from ``MCP_REF_STATE_KEY`` when set; otherwise it is random per process, so a
-restarted server rejects old tokens and the client is simply asked again.
+``requestState`` passes through the client, so it is attacker-controlled: ``requeststate``
+seals it (HMAC-SHA256, bound to this request, with an expiry) and rejects a forged, expired or
+misplaced token with -32602 before the handler runs.
 
 Only ``tools/call``, ``prompts/get`` and ``resources/read`` may answer ``input_required``, and only
 with input requests whose capability the client declared in *this* request's ``_meta``.
@@ -32,22 +29,13 @@ with input requests whose capability the client declared in *this* request's ``_
 
 from __future__ import annotations
 
-import base64
-import binascii
-import hashlib
-import hmac
-import json
-import os
-import time
-from typing import Any, Mapping, NamedTuple
+from typing import Any, Mapping
 from urllib.parse import urlsplit
 
 from .errors import InvalidParams, MissingRequiredClientCapability
 from .meta import client_has_capability
 
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-STATE_KEY_ENV = "MCP_REF_STATE_KEY"
-DEFAULT_STATE_TTL_SECONDS = 600
 
 
 class InputRequired(Exception):
@@ -275,91 +263,3 @@ def _input_response_problem(method: str, response: Any) -> str | None:
             return "roots must be a list of objects with a uri"
         return None
     return f"unknown input request method {method!r}"  # pragma: no cover - builders only make the three
-
-
-# --- Sealed request state ---------------------------------------------------------------------------
-
-
-def salient_params(method: str, params: dict[str, Any]) -> Any:
-    """The part of a request that identifies "the same request" across MRTR rounds."""
-    if method == "resources/read":
-        return params.get("uri")
-    return [params.get("name"), params.get("arguments") or {}]
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _load_key() -> bytes:
-    configured = os.environ.get(STATE_KEY_ENV)
-    if configured:
-        # Any string works as a secret; hash it to a fixed-size HMAC key.
-        return hashlib.sha256(configured.encode()).digest()
-    return os.urandom(32)
-
-
-class OpenedState(NamedTuple):
-    """What a verified ``requestState`` carried: the handler's state and the answers given so far."""
-
-    state: Any
-    answered: dict[str, Any]
-
-
-class StateSealer:
-    """Seals and opens ``requestState`` tokens: ``base64url(payload) "." base64url(HMAC-SHA256)``."""
-
-    def __init__(self, key: bytes | None = None, ttl_seconds: float = DEFAULT_STATE_TTL_SECONDS) -> None:
-        self._key = key if key is not None else _load_key()
-        self.ttl_seconds = ttl_seconds
-
-    def _binding(self, method: str, params: dict[str, Any]) -> str:
-        canonical = json.dumps([method, salient_params(method, params)], sort_keys=True, separators=(",", ":"))
-        return hashlib.sha256(canonical.encode()).hexdigest()
-
-    def _mac(self, payload: bytes) -> bytes:
-        return hmac.new(self._key, payload, hashlib.sha256).digest()
-
-    def seal(
-        self,
-        method: str,
-        params: dict[str, Any],
-        state: Any,
-        answered: Mapping[str, Any] | None = None,
-        now: float | None = None,
-    ) -> str:
-        """A token binding ``state`` (and earlier answers) to this method and these salient params,
-        valid for ``ttl_seconds``. A random nonce makes every token unique, even for equal state."""
-        sealed: dict[str, Any] = {
-            "m": method,
-            "b": self._binding(method, params),
-            "e": int((time.time() if now is None else now) + self.ttl_seconds),
-            "n": _b64(os.urandom(9)),
-            "s": state,
-        }
-        if answered:
-            sealed["a"] = dict(answered)
-        payload = json.dumps(sealed, separators=(",", ":")).encode()
-        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
-
-    def open(self, token: Any, method: str, params: dict[str, Any], now: float | None = None) -> OpenedState:
-        """What a token presented with this request carries; -32602 if it fails any check."""
-        if not isinstance(token, str):
-            raise InvalidParams("requestState must be a string")
-        try:
-            payload_text, mac_text = token.split(".")
-            payload, mac = _unb64(payload_text), _unb64(mac_text)
-        except (ValueError, binascii.Error):
-            raise InvalidParams("requestState is malformed") from None
-        if not hmac.compare_digest(mac, self._mac(payload)):
-            raise InvalidParams("requestState failed integrity verification")
-        sealed = json.loads(payload)
-        if sealed["e"] < (time.time() if now is None else now):
-            raise InvalidParams("requestState has expired; retry the request without it")
-        if sealed["m"] != method or sealed["b"] != self._binding(method, params):
-            raise InvalidParams("requestState was issued for a different request")
-        return OpenedState(sealed["s"], sealed.get("a", {}))

@@ -30,7 +30,7 @@ from typing import Any, Callable, Iterable
 
 from .caching import DEFAULT_LIST_HINT, DEFAULT_READ_HINT, CacheHint
 from .legacy import LegacySession
-from .mrtr import StateSealer
+from .requeststate import StateSealer
 from .pagination import DEFAULT_PAGE_SIZE
 from .prompts import Prompt, PromptArgument
 from .ratelimit import RateLimit

@@ -25,7 +25,7 @@ from mcp_ref import (
     elicit_form,
     sample,
 )
-from mcp_ref import mrtr
+from mcp_ref import requeststate
 from tests import memory
 from tests.wire import ServerProcess, modern_request
 
@@ -408,7 +408,7 @@ async def test_tampered_state_never_reaches_the_handler() -> None:
 @pytest.mark.req("MRTR-STATE-REPLAY")
 async def test_expired_state_is_rejected_before_the_handler_runs(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = SimpleNamespace(now=1_000_000.0)
-    monkeypatch.setattr(mrtr, "time", SimpleNamespace(time=lambda: clock.now))
+    monkeypatch.setattr(requeststate, "time", SimpleNamespace(time=lambda: clock.now))
     server, runs = counting_server(state_ttl_seconds=30)
     async with memory.serve(server) as client:
         state = await first_state(client)
@@ -425,7 +425,7 @@ async def test_expired_state_is_rejected_before_the_handler_runs(monkeypatch: py
 @pytest.mark.req("MRTR-STATE-REPLAY")
 async def test_state_within_its_lifetime_reaches_the_handler(monkeypatch: pytest.MonkeyPatch) -> None:
     clock = SimpleNamespace(now=1_000_000.0)
-    monkeypatch.setattr(mrtr, "time", SimpleNamespace(time=lambda: clock.now))
+    monkeypatch.setattr(requeststate, "time", SimpleNamespace(time=lambda: clock.now))
     server, runs = counting_server(state_ttl_seconds=30)
     async with memory.serve(server) as client:
         state = await first_state(client)
@@ -703,13 +703,13 @@ def test_legacy_client_getting_a_prompt_or_resource_that_needs_input_gets_an_err
 
 @pytest.mark.req("MRTR-STATE-SEALING")
 def test_sealed_state_payload_binds_method_and_request() -> None:
-    """A white-box check of what the token binds, read side by side with mrtr.StateSealer."""
-    sealer = mrtr.StateSealer(key=b"k" * 32)
+    """A white-box check of what the token binds, read side by side with requeststate.StateSealer."""
+    sealer = requeststate.StateSealer(key=b"k" * 32)
     answered = {"ok": {"action": "accept"}}
     token = sealer.seal("tools/call", {"name": "t", "arguments": {"a": 1}}, {"step": 2}, answered, now=100.0)
     payload = json.loads(unb64(token.split(".")[0]))
     assert payload["m"] == "tools/call" and payload["s"] == {"step": 2} and payload["a"] == answered
-    assert payload["e"] == 100 + mrtr.DEFAULT_STATE_TTL_SECONDS
+    assert payload["e"] == 100 + requeststate.DEFAULT_STATE_TTL_SECONDS
     # Argument order does not matter to the binding; argument values do.
     opened = sealer.open(token, "tools/call", {"arguments": {"a": 1}, "name": "t"}, now=101.0)
     assert opened.state == {"step": 2} and opened.answered == answered

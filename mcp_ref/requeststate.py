@@ -1,0 +1,120 @@
+"""Sealed ``requestState``: what an MRTR handler carries from one round to the next.
+
+Spec: basic/patterns/mrtr#server-requirements-basic-workflow. The state travels through the
+client, so it is attacker-controlled input. A token is ``base64url(payload) "." base64url(mac)``
+where the MAC is HMAC-SHA256 over a JSON payload that binds:
+
+* ``m``: the method, and ``b``: a digest of the request's salient params (tool name and
+  arguments, prompt name and arguments, or resource URI) -- so it is refused on any other request;
+* ``e``: an expiry (default 10 minutes) -- so an old token is refused;
+* ``n``: a random nonce -- so no two tokens are alike;
+* ``s``: the handler's own state, and ``a``: the answers received so far.
+
+A token that fails any check is refused with -32602 before the handler runs. The key comes from
+``MCP_REF_STATE_KEY`` when set (any string; it is hashed into the key), so retries survive a
+restart or reach another instance; otherwise it is random per process, and a restarted server
+refuses old tokens (the client is simply asked again). Tokens are signed, not encrypted: never
+put secrets in the state. Nothing stops a token from being replayed within its lifetime; a
+handler with one-time semantics must record redemption itself.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import hmac
+import json
+import os
+import time
+from typing import Any, Mapping, NamedTuple
+
+from .errors import InvalidParams
+
+STATE_KEY_ENV = "MCP_REF_STATE_KEY"
+DEFAULT_STATE_TTL_SECONDS = 600
+
+
+def salient_params(method: str, params: dict[str, Any]) -> Any:
+    """The part of a request that identifies "the same request" across MRTR rounds."""
+    if method == "resources/read":
+        return params.get("uri")
+    return [params.get("name"), params.get("arguments") or {}]
+
+
+def _b64(data: bytes) -> str:
+    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
+
+
+def _unb64(text: str) -> bytes:
+    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
+
+
+def _load_key() -> bytes:
+    configured = os.environ.get(STATE_KEY_ENV)
+    if configured:
+        # Any string works as a secret; hash it to a fixed-size HMAC key.
+        return hashlib.sha256(configured.encode()).digest()
+    return os.urandom(32)
+
+
+class OpenedState(NamedTuple):
+    """What a verified ``requestState`` carried: the handler's state and the answers given so far."""
+
+    state: Any
+    answered: dict[str, Any]
+
+
+class StateSealer:
+    """Seals and opens ``requestState`` tokens: ``base64url(payload) "." base64url(HMAC-SHA256)``."""
+
+    def __init__(self, key: bytes | None = None, ttl_seconds: float = DEFAULT_STATE_TTL_SECONDS) -> None:
+        self._key = key if key is not None else _load_key()
+        self.ttl_seconds = ttl_seconds
+
+    def _binding(self, method: str, params: dict[str, Any]) -> str:
+        canonical = json.dumps([method, salient_params(method, params)], sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(canonical.encode()).hexdigest()
+
+    def _mac(self, payload: bytes) -> bytes:
+        return hmac.new(self._key, payload, hashlib.sha256).digest()
+
+    def seal(
+        self,
+        method: str,
+        params: dict[str, Any],
+        state: Any,
+        answered: Mapping[str, Any] | None = None,
+        now: float | None = None,
+    ) -> str:
+        """A token binding ``state`` (and earlier answers) to this method and these salient params,
+        valid for ``ttl_seconds``. A random nonce makes every token unique, even for equal state."""
+        sealed: dict[str, Any] = {
+            "m": method,
+            "b": self._binding(method, params),
+            "e": int((time.time() if now is None else now) + self.ttl_seconds),
+            "n": _b64(os.urandom(9)),
+            "s": state,
+        }
+        if answered:
+            sealed["a"] = dict(answered)
+        payload = json.dumps(sealed, separators=(",", ":")).encode()
+        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+
+    def open(self, token: Any, method: str, params: dict[str, Any], now: float | None = None) -> OpenedState:
+        """What a token presented with this request carries; -32602 if it fails any check."""
+        if not isinstance(token, str):
+            raise InvalidParams("requestState must be a string")
+        try:
+            payload_text, mac_text = token.split(".")
+            payload, mac = _unb64(payload_text), _unb64(mac_text)
+        except (ValueError, binascii.Error):
+            raise InvalidParams("requestState is malformed") from None
+        if not hmac.compare_digest(mac, self._mac(payload)):
+            raise InvalidParams("requestState failed integrity verification")
+        sealed = json.loads(payload)
+        if sealed["e"] < (time.time() if now is None else now):
+            raise InvalidParams("requestState has expired; retry the request without it")
+        if sealed["m"] != method or sealed["b"] != self._binding(method, params):
+            raise InvalidParams("requestState was issued for a different request")
+        return OpenedState(sealed["s"], sealed.get("a", {}))
