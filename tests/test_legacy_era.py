@@ -20,7 +20,7 @@ import pytest
 
 from mcp_ref import Server, resource_link
 from tests import memory
-from tests.wire import ServerProcess, is_response, modern_request, notification, tool_call
+from tests.wire import ServerProcess, error_of, is_response, modern_request, notification, result_of, tool_call
 
 INTEROP = "tests.servers.interop_server"
 DUAL_ERA = {"MCP_REF_MODERN_ONLY": None}
@@ -50,16 +50,6 @@ def handshake(process: ServerProcess, version: str = "2025-11-25") -> dict[str, 
     assert "result" in response, response
     process.send(notification("notifications/initialized"))
     return response["result"]
-
-
-def result_of(response: dict[str, Any]) -> dict[str, Any]:
-    assert "result" in response, f"expected a result, got {response}"
-    return response["result"]
-
-
-def error_of(response: dict[str, Any]) -> dict[str, Any]:
-    assert "error" in response, f"expected an error, got {response}"
-    return response["error"]
 
 
 def messages_of_tool(process: ServerProcess, name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:

@@ -27,7 +27,7 @@ from mcp_ref import (
 )
 from mcp_ref import requeststate
 from tests import memory
-from tests.wire import ServerProcess, modern_request
+from tests.wire import ServerProcess, error_of, modern_request, result_of
 
 INTEROP = "tests.servers.interop_server"
 FORM = {"elicitation": {"form": {}}}
@@ -60,16 +60,6 @@ def ask(
 
 def tool(name: str, arguments: dict[str, Any] | None = None) -> dict[str, Any]:
     return {"name": name, "arguments": arguments or {}}
-
-
-def result_of(response: dict[str, Any]) -> dict[str, Any]:
-    assert "result" in response, f"expected a result, got {response}"
-    return response["result"]
-
-
-def error_of(response: dict[str, Any]) -> dict[str, Any]:
-    assert "error" in response, f"expected an error, got {response}"
-    return response["error"]
 
 
 def unb64(text: str) -> bytes:

@@ -147,6 +147,18 @@ def id_key(request_id: Any) -> tuple[str, Any]:
     return (type(request_id).__name__, request_id)
 
 
+def result_of(response: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``result`` of a response; fails the test, showing the response, if it is an error."""
+    assert "result" in response, f"expected a result, got {response}"
+    return response["result"]
+
+
+def error_of(response: Mapping[str, Any]) -> dict[str, Any]:
+    """The ``error`` of a response; fails the test, showing the response, if it is a result."""
+    assert "error" in response, f"expected an error, got {response}"
+    return response["error"]
+
+
 def is_response(message: Mapping[str, Any], request_id: Any = ...) -> bool:
     """Is ``message`` a response (to ``request_id``, when given)?"""
     if "method" in message or not ("result" in message or "error" in message):
