@@ -30,6 +30,10 @@ if TYPE_CHECKING:
     from .server import Server
 
 
+# Longer URIs are refused before any template is tried: matching is regex work, and no real
+# resource URI comes near this (file paths stop at 4096 bytes).
+MAX_URI_LENGTH = 65536
+
 # RFC 3986: a scheme, then characters a URI may hold (unreserved, reserved, or %-escapes).
 _URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[A-Za-z0-9\-._~:/?#\[\]@!$&'()*+,;=%]*")
 
@@ -148,6 +152,8 @@ async def read_resource(server: Server, ctx: RequestContext, params: dict[str, A
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams('resources/read needs "uri", a string')
+    if len(uri) > MAX_URI_LENGTH:
+        raise InvalidParams(f"URI longer than {MAX_URI_LENGTH} characters", {"uri": uri[:200] + "..."})
     resource = server.resources.get(uri)
     if resource is not None:
         value = await server.invoke(resource.handler, ctx)

@@ -23,7 +23,7 @@ import asyncio
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import InvalidParams
+from .errors import InternalError, InvalidParams
 from .meta import SUBSCRIPTION_ID
 
 if TYPE_CHECKING:
@@ -38,6 +38,9 @@ LIST_CHANGED_FIELDS: dict[str, tuple[str, str]] = {
     "resourcesListChanged": ("resources", "notifications/resources/list_changed"),
 }
 LIST_CHANGED_METHOD = {kind: method for kind, method in LIST_CHANGED_FIELDS.values()}
+# Open streams never count toward the transport's backlog (they are meant to stay open), so they
+# have a bound of their own: a denial-of-service guard, far above what a host opens.
+MAX_OPEN_SUBSCRIPTIONS = 1024
 RESOURCE_UPDATED = "notifications/resources/updated"
 
 
@@ -131,6 +134,8 @@ def _key(request_id: Any) -> tuple[type, Any]:
 async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``subscriptions/listen``: acknowledge, then stay open until cancelled or shut down."""
     honoured = server.honoured_filter(parse_filter(params))
+    if len(server.subscriptions) >= MAX_OPEN_SUBSCRIPTIONS:
+        raise InternalError(f"Too many open subscriptions (at most {MAX_OPEN_SUBSCRIPTIONS}); cancel one first")
     subscription = server.subscriptions.open(ctx.request_id, honoured)
     try:
         await subscription.closed

@@ -10,6 +10,7 @@ import base64
 import pytest
 
 from mcp_ref import CacheHint, Resource, ResourceNotFound, Server, blob_resource, text_resource
+from mcp_ref.resources import MAX_URI_LENGTH
 
 from .memory import serve
 
@@ -409,3 +410,19 @@ async def test_resource_updates_reach_no_modern_client_without_a_subscription():
         server.notify_resource_updated("test://readme")
         await client.settle()
     assert client.notifications() == []
+
+
+@pytest.mark.req("RES-VALIDATE-URIS")
+async def test_an_absurdly_long_uri_is_refused_before_any_template_is_tried():
+    server = Server("long", "1")
+    tried = []
+
+    @server.resource_template("test://{+a}/{+b}/{+c}", name="greedy")
+    async def greedy(ctx, uri, variables):
+        tried.append(uri)
+        return "x"
+
+    async with serve(server) as client:
+        error = await client.error("resources/read", {"uri": "test://" + "a/" * (MAX_URI_LENGTH // 2 + 1)})
+    assert error["code"] == -32602
+    assert tried == []

@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mcp_ref import Server
+from mcp_ref import Server, subscriptions
 from tests import memory
 from tests.wire import ServerProcess, cancel, id_key, is_response, modern_request, tool_call
 
@@ -323,3 +323,20 @@ def test_announcing_a_change_the_server_did_not_declare_raises(options: dict[str
     server = populated(**options)
     with pytest.raises(ValueError, match="not declared"):
         announce(server)
+
+
+@pytest.mark.req("SUB-CONCURRENT-STREAMS")
+async def test_open_subscriptions_are_bounded_and_the_next_listen_gets_an_error(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(subscriptions, "MAX_OPEN_SUBSCRIPTIONS", 3)
+    server = Server("bounded", "1", list_changed=["tools"])
+    async with memory.serve(server) as client:
+        for n in range(3):
+            client.request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, id=f"s{n}")
+        await client.wait_for(lambda m: m.get("method") == "notifications/subscriptions/acknowledged"
+                              and m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "s2")
+        error = await client.error("subscriptions/listen", {"notifications": {"toolsListChanged": True}})
+        assert error["code"] == -32603 and "Too many open subscriptions" in error["message"]
+        client.cancel("s0")
+        client.request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, id="s3")
+        await client.wait_for(lambda m: m.get("method") == "notifications/subscriptions/acknowledged"
+                              and m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "s3")
