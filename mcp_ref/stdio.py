@@ -294,6 +294,9 @@ def _restore_blocking(*fds: int) -> None:
 
 async def serve_stdio(server: Server, **options: Any) -> None:
     """Serve ``server`` on this process's stdin/stdout until EOF or SIGTERM/SIGINT."""
+    if os.isatty(0):
+        # A person at a terminal, not a host: say what this process expects (stderr only).
+        sys.stderr.write("MCP server on stdio: send one JSON-RPC message per line; Ctrl-D ends the session.\n")
     protocol_fd, saved_stdout = _claim_stdout()
     in_fd = os.dup(0)
     session = StdioSession(server, in_fd, protocol_fd, **options)

@@ -9,6 +9,8 @@ conformance suite relies on; the suite itself runs through ``shared/conformance/
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -183,3 +185,17 @@ def test_template_resource_substitutes_the_id_and_unknown_uris_are_32602_with_th
         error = server.request(modern_request(3, "resources/read", {"uri": missing}))["error"]
         assert error["code"] == -32602 and error["data"]["uri"] == missing
         server.shutdown()
+
+
+def test_help_and_version_answer_a_person_and_unknown_arguments_are_refused() -> None:
+    def run(*arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "mcp_ref_everything", *arguments], capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL
+        )
+
+    help_text = run("--help")
+    assert help_text.returncode == 0 and help_text.stdout.startswith("usage: mcp-ref-everything")
+    version = run("--version")
+    assert version.returncode == 0 and version.stdout.strip() == "mcp-ref-everything 0.1.0"
+    refused = run("--serve-http")
+    assert refused.returncode == 2 and "unexpected arguments: --serve-http" in refused.stderr and refused.stdout == ""
