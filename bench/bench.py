@@ -602,7 +602,7 @@ def render(results: dict[str, Any], options: argparse.Namespace) -> str:
         out.append(f"(mcp_ref server script replaced by {options.mcp_ref_server})")
     out.append("")
     cold = results["cold_start"]
-    out.append(f"1. Cold start: spawn -> first byte of the answer                     median      p90   runs")
+    out.append("1. Cold start: spawn -> first byte of the answer                     median      p90   runs")
     for key, label in cold["rows"]:
         row = cold[key]
         out.append(f"   {label:<58}{row['median_ms']:6.1f} ms {row['p90_ms']:6.1f} ms {row['runs']:4d}")
@@ -636,7 +636,7 @@ def render(results: dict[str, Any], options: argparse.Namespace) -> str:
             note = _stall_note(row, phase)
             out.append(f"   {label:<52}{fmt_rate(rate):>9} {us:8.1f} {over}    {cpu_text}" + (f"  ({note} in a run)" if note else ""))
     out.append("")
-    out.append(f"   Latency: sequential round trips                                    median      p99  samples")
+    out.append("   Latency: sequential round trips                                    median      p99  samples")
     for server, row in load_rows.items():
         label = LABELS[server] + ("" if server == "floor" else " tools/call echo")
         if "echo_latency_median_us" in row:

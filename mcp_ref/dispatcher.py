@@ -45,6 +45,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 from . import completion, discover, legacy, prompts, resources, subscriptions, tools
+from .caching import CACHEABLE_METHODS
 from .context import RequestContext
 from .errors import (
     InternalError,
@@ -60,11 +61,9 @@ from .meta import SERVER_INFO, carries_modern_meta, parse_progress_token, parse_
 from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, check_input_request, parse_input_responses, required_capability
 from .versions import MODERN_VERSIONS
 from .wire import BadMessage, ClientResponse, Event, Notification, Request, encode_message, error_response, is_valid_id, result_response
-from .caching import CACHEABLE_METHODS
 
 if TYPE_CHECKING:
     from .server import Server
-    from .wire import RequestId
 
 log = logging.getLogger("mcp_ref")
 
