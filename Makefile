@@ -12,11 +12,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[test]'
 	@touch $(STAMP)
 
+# The coverage floor (fail_under in pyproject.toml) applies to the full run only: a subset run
+# (PYTEST_ARGS set) passes when its tests pass, and still prints the report.
 test: $(STAMP)
 	rm -f .coverage .coverage.*
 	$(BIN)/coverage run -m pytest $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet
-	$(BIN)/coverage report
+	$(BIN)/coverage report $(if $(strip $(PYTEST_ARGS)),--fail-under=0)
 
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py $(BENCH_ARGS)

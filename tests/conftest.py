@@ -46,3 +46,28 @@ def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config
                     ] = None
     if problems:
         raise pytest.UsageError("invalid requirement markers:\n  " + "\n  ".join(problems))
+
+
+
+def _schema_account() -> tuple[object, str] | None:
+    try:
+        from tests.schema_check import schema_dir
+    except ImportError:  # a copied conftest in a scratch repo (test_spec_traceability) has no harness
+        return None
+    return schema_dir()
+
+
+def pytest_report_header(config: pytest.Config) -> str | None:
+    account = _schema_account()
+    return account[1] if account else None
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatus: int, config: pytest.Config) -> None:
+    # One visible line when the schema checks were skipped, so a green run never hides it.
+    account = _schema_account()
+    if account is not None and account[0] is None:
+        terminalreporter.write_line(
+            f"SCHEMA CHECKS SKIPPED: {account[1]}. Set MCP_REF_SCHEMA_DIR to a folder with the official schemas to run them.",
+            yellow=True,
+            bold=True,
+        )

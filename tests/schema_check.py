@@ -1,7 +1,17 @@
 """Validate what the server writes against the official MCP JSON schemas.
 
-The schemas are not copied into this repository: they are read from ``shared/reference`` beside
-the checkout (``../shared/reference`` from the repo root), where the project keeps them.
+The schemas are not copied into this repository. ``schema_dir()`` finds them, first hit wins:
+
+1. ``$MCP_REF_SCHEMA_DIR``: a folder holding ``mcp-schema-2026-07-28.json`` and
+   ``mcp-schema-2025-11-25.json``;
+2. ``shared/reference`` beside the checkout (``../shared/reference`` from the repo root), where
+   the project keeps them;
+3. a cache (``$XDG_CACHE_HOME/mcp-ref/schemas``, else ``~/.cache/mcp-ref/schemas``) filled by
+   downloading the official files from one pinned commit of the specification repository, each
+   checked against its sha256 before it is used. ``MCP_REF_SCHEMA_DOWNLOAD=0`` turns this off.
+
+With none of them available, schema checks are skipped (``available()`` is False) and the pytest
+summary says so in one line; every other assertion of the suite still runs.
 
 ``check_modern(message, method)`` validates a server message of the 2026-07-28 era,
 ``check_legacy(message, method)`` one of the 2025-11-25 era. ``method`` is the method of the
@@ -11,14 +21,95 @@ request a response answers (a response does not name it); notifications name the
 from __future__ import annotations
 
 import functools
+import hashlib
 import json
+import os
+import tempfile
+import urllib.request
 from pathlib import Path
 from typing import Any
 
 import jsonschema
 import referencing
 
-REFERENCE_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "reference"
+REPO_ROOT = Path(__file__).resolve().parents[1]
+REFERENCE_DIR = REPO_ROOT.parent / "shared" / "reference"
+# The official schemas, pinned: the commit of modelcontextprotocol/modelcontextprotocol that last
+# changed either file, and the sha256 of each file at that commit.
+PINNED_COMMIT = "271ecc9accafdd9b83a3c869fa67c22953b2af80"
+PINNED_SHA256 = {
+    "2026-07-28": "ef70b61f99b6d2e5e3b46863822eab08dff6a45bedc7a08914e0e5b133f40203",
+    "2025-11-25": "268a5f82ba70fd7e4b6dc4aa1e64f116f74b4d0edcb69dc046829c79dd4e97e7",
+}
+PINNED_URL = "https://raw.githubusercontent.com/modelcontextprotocol/modelcontextprotocol/{commit}/schema/{version}/schema.json"
+DOWNLOAD_TIMEOUT_SECONDS = 10
+
+
+def _file_name(version: str) -> str:
+    return f"mcp-schema-{version}.json"
+
+
+def _complete(folder: Path) -> bool:
+    return all((folder / _file_name(v)).is_file() for v in PINNED_SHA256)
+
+
+def cache_dir() -> Path:
+    """Where downloaded schemas are kept between runs."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mcp-ref" / "schemas"
+
+
+def _download(folder: Path) -> str | None:
+    """Fill ``folder`` with the pinned schemas; returns why not, or None on success."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        for version, digest in PINNED_SHA256.items():
+            target = folder / _file_name(version)
+            if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+                continue
+            url = PINNED_URL.format(commit=PINNED_COMMIT, version=version)
+            with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:  # noqa: S310 (fixed https URL)
+                body = response.read()
+            if hashlib.sha256(body).hexdigest() != digest:
+                return f"{url} does not have the pinned sha256"
+            fd, temporary = tempfile.mkstemp(dir=folder, prefix=".download-")
+            with os.fdopen(fd, "wb") as out:
+                out.write(body)
+            os.replace(temporary, target)
+    except OSError as error:  # URLError, timeouts and file errors are all OSErrors
+        return f"download failed ({error})"
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def schema_dir() -> tuple[Path | None, str]:
+    """The folder holding both official schemas (or None), and a one-line account of the choice."""
+    override = os.environ.get("MCP_REF_SCHEMA_DIR")
+    if override:
+        folder = Path(override)
+        if _complete(folder):
+            return folder, f"official schemas from $MCP_REF_SCHEMA_DIR ({folder})"
+        return None, f"$MCP_REF_SCHEMA_DIR={override} lacks {' or '.join(map(_file_name, PINNED_SHA256))}"
+    if _complete(REFERENCE_DIR):
+        return REFERENCE_DIR, f"official schemas from {REFERENCE_DIR}"
+    cached = cache_dir()
+    if all(
+        (cached / _file_name(v)).is_file() and hashlib.sha256((cached / _file_name(v)).read_bytes()).hexdigest() == d
+        for v, d in PINNED_SHA256.items()
+    ):
+        return cached, f"official schemas from the cache {cached}"
+    if os.environ.get("MCP_REF_SCHEMA_DOWNLOAD", "1") == "0":
+        return None, "no official schemas: not in $MCP_REF_SCHEMA_DIR, ../shared/reference or the cache, and MCP_REF_SCHEMA_DOWNLOAD=0"
+    problem = _download(cached)
+    if problem is None:
+        return cached, f"official schemas downloaded (commit {PINNED_COMMIT[:12]}, sha256 checked) into {cached}"
+    return None, f"no official schemas: not in $MCP_REF_SCHEMA_DIR, ../shared/reference or the cache; {problem}"
+
+
+def available() -> bool:
+    """Are the official schemas at hand? When not, every check below passes without checking."""
+    return schema_dir()[0] is not None
+
 
 # Result definition per method, per era. tools/call, prompts/get and resources/read may also
 # answer with an InputRequiredResult in the modern era.
@@ -72,10 +163,10 @@ class SchemaViolation(AssertionError):
 
 @functools.lru_cache(maxsize=None)
 def _schema(version: str) -> dict[str, Any]:
-    path = REFERENCE_DIR / f"mcp-schema-{version}.json"
-    if not path.exists():
-        raise FileNotFoundError(f"official schema not found at {path} (shared/reference must sit beside the checkout)")
-    return json.loads(path.read_text())
+    folder, account = schema_dir()
+    if folder is None:
+        raise FileNotFoundError(account)
+    return json.loads((folder / _file_name(version)).read_text())
 
 
 @functools.lru_cache(maxsize=None)
@@ -87,7 +178,12 @@ def _validator(version: str, definition: str) -> jsonschema.Draft202012Validator
 
 
 def validate(version: str, definition: str, instance: Any) -> None:
-    """Raise ``SchemaViolation`` listing every error of ``instance`` against ``#/$defs/<definition>``."""
+    """Raise ``SchemaViolation`` listing every error of ``instance`` against ``#/$defs/<definition>``.
+
+    Does nothing when the official schemas are not available (see ``schema_dir``).
+    """
+    if not available():
+        return
     errors = sorted(_validator(version, definition).iter_errors(instance), key=lambda e: list(e.absolute_path))
     if errors:
         details = "\n".join(f"  at /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:10])
