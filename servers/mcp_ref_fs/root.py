@@ -1,0 +1,779 @@
+"""THE sandbox of mcp-ref-fs. Every file operation of every tool and resource goes through here.
+
+Theory of operation
+-------------------
+The allowed directories (roots) are opened once, at start-up: each ``Root`` holds an open file
+descriptor of the directory, its canonical path (``realpath``) and the path as the user gave it.
+From then on nothing is ever opened by a full path string. A path from a client goes through
+three steps:
+
+1. **Locate** (pure string work, no disk access). The path must be a non-empty string without
+   NUL characters, valid Unicode, at most 4096 bytes. A relative path is taken relative to the
+   first root; ``~`` is a literal name, never expanded. ``.``, ``..``, repeated and trailing
+   slashes are resolved *lexically* (``/r/a/../b`` is ``/r/b`` whatever ``a`` is). The result
+   must lie inside a root, compared by whole path components (``/r/a`` never admits
+   ``/r/a_evil``), under either spelling of the root. A path outside every root is refused
+   before anything touches the disk, so the answer never reveals whether it exists.
+2. **Resolve** beneath the root's descriptor. The directories leading to the final name are
+   opened by a *mechanism*: ``openat2(RESOLVE_BENEATH)`` where the Linux kernel offers it
+   (:mod:`._confine_openat2`), otherwise a component-by-component walk with ``O_NOFOLLOW``
+   (:mod:`._confine_walk`). Symbolic links are followed only when their text, resolved against
+   the directory that holds them, stays inside the *same* root (``_follow_link``); a link
+   leaving the root, even a dangling one, is refused without looking at its target.
+3. **Act** on ``(directory fd, final name)`` with ``*at`` system calls that never follow the final
+   name on their own (``O_NOFOLLOW``, ``follow_symlinks=False``). Files are checked after opening
+   (``fstat``): only regular files are read, so a FIFO, socket or device is refused and never
+   blocks the server (it is opened, if at all, non-blocking).
+
+So a directory swapped for a link between a check and its use cannot redirect an operation
+outside: the swap makes the ``O_NOFOLLOW`` open fail, and the link is judged by its text.
+
+Policies (documented in docs and tested):
+
+* Writes replace files atomically: a temporary file in the same directory (``O_EXCL``), written,
+  ``fsync``-ed, given the old file's permission bits, then renamed over the target. On any
+  error or cancellation the temporary file is removed.
+* A regular file with more than one hard link is never written: an atomic replace would split
+  the link silently, and the other name may lie outside the roots. Reading it is allowed.
+* Moves never overwrite (``renameat2(RENAME_NOREPLACE)``, race-free), and a root itself can be
+  neither moved nor deleted.
+* Walks (trees, searches, resource listings) do not descend into linked directories, so link
+  loops cannot make them run forever.
+* Names on disk that are not valid UTF-8 are shown with ``\\xNN`` escapes and cannot be
+  addressed by a client path.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import errno
+import os
+import posixpath
+import secrets
+import stat
+from dataclasses import dataclass
+from typing import Callable, Iterator, Sequence
+
+from ._confine_walk import MAX_LINK_HOPS, WalkMechanism
+
+MAX_PATH_BYTES = 4096
+MAX_NAME_BYTES = 255
+# Walks stop descending here: deeper trees exist only to exhaust file descriptors.
+MAX_WALK_DEPTH = 256
+
+_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+_FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
+_TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC
+_UMASK = os.umask(0o22)
+os.umask(_UMASK)
+
+
+# --- errors -------------------------------------------------------------------------------------
+
+
+class FsError(Exception):
+    """A refused or failed file operation. ``str(error)`` is written for the model to read."""
+
+
+class InvalidPath(FsError):
+    """The path string itself is unusable (empty, NUL, too long, not Unicode)."""
+
+
+class AccessDenied(FsError):
+    """The path, or a link on it, leads outside the allowed directories."""
+
+    def __init__(self, path: str) -> None:
+        super().__init__(f"Access denied: {path} is outside the allowed directories (see list_allowed_directories)")
+
+
+class NotFound(FsError):
+    """Nothing exists at the path."""
+
+
+class WrongKind(FsError):
+    """The path names the wrong kind of thing (a directory where a file is needed, a FIFO, ...)."""
+
+
+class AlreadyExists(FsError):
+    """The destination of a create or move exists."""
+
+
+class Refused(FsError):
+    """A policy refuses the operation (hard-linked file, moving a root, ...)."""
+
+
+class _Escape(Exception):
+    """A link leaves its root (internal: becomes ``AccessDenied`` naming the client's path)."""
+
+
+# --- roots and locations -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Root:
+    """An allowed directory, opened once. ``display`` is how the user wrote it (absolute)."""
+
+    display: str
+    real: str
+    fd: int
+
+    @property
+    def aliases(self) -> tuple[str, ...]:
+        return (self.display,) if self.display == self.real else (self.display, self.real)
+
+
+@dataclass(frozen=True)
+class Location:
+    """A place inside a root: the root and the path components below it (already lexical-clean)."""
+
+    root: Root
+    parts: tuple[str, ...]
+
+    @property
+    def display(self) -> str:
+        """The absolute path shown to clients, under the root's user-given spelling."""
+        if not self.parts:
+            return self.root.display
+        base = self.root.display.rstrip("/")
+        return base + "/" + "/".join(display_name(p) for p in self.parts)
+
+    @property
+    def relative(self) -> str:
+        """The path below the root, ``/``-separated (empty for the root itself)."""
+        return "/".join(display_name(p) for p in self.parts)
+
+    def child(self, name: str) -> Location:
+        return Location(self.root, self.parts + (name,))
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One directory entry as listings show it. ``kind``: file, directory, symlink or other."""
+
+    name: str
+    kind: str
+    size: int
+    mtime: float
+
+    @property
+    def label(self) -> str:
+        """The name, safe to print (undecodable bytes as ``\\xNN``)."""
+        return display_name(self.name)
+
+
+def display_name(name: str) -> str:
+    """A name from disk as text: bytes that are not UTF-8 appear as ``\\xNN`` escapes."""
+    try:
+        name.encode("utf-8")
+        return name
+    except UnicodeEncodeError:
+        return os.fsencode(name).decode("utf-8", "backslashreplace")
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISREG(mode):
+        return "file"
+    if stat.S_ISDIR(mode):
+        return "directory"
+    if stat.S_ISLNK(mode):
+        return "symlink"
+    return "other"
+
+
+def _under(path: str, base: str) -> tuple[str, ...] | None:
+    """The components of ``path`` below ``base`` (both normalized, absolute), or None."""
+    if base == "/":
+        return tuple(p for p in path.split("/") if p)
+    if path == base:
+        return ()
+    if path.startswith(base + "/"):
+        return tuple(path[len(base) + 1 :].split("/"))
+    return None
+
+
+def _normalize(path: str) -> str:
+    normal = posixpath.normpath(path)
+    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
+
+
+# --- the mechanism --------------------------------------------------------------------------------
+
+
+def choose_mechanism(name: str | None = None) -> WalkMechanism:
+    """``openat2`` when the kernel has it, else the walk. ``name`` forces one (tests, and
+    ``MCP_REF_FS_CONFINE=walk`` for a system whose ``openat2`` misbehaves)."""
+    name = name or os.environ.get("MCP_REF_FS_CONFINE") or "auto"
+    if name not in ("auto", "openat2", "walk"):
+        raise ValueError(f"unknown confinement mechanism {name!r} (auto, openat2 or walk)")
+    if name in ("auto", "openat2"):
+        from . import _confine_openat2
+
+        if _confine_openat2.available():
+            return _confine_openat2.Openat2Mechanism()  # type: ignore[return-value]
+        if name == "openat2":
+            raise ValueError("openat2 is not available on this system")
+    return WalkMechanism()
+
+
+# --- the sandbox ----------------------------------------------------------------------------------
+
+
+class Sandbox:
+    """The allowed directories and every operation permitted inside them."""
+
+    def __init__(self, roots: Sequence[Root], mechanism: WalkMechanism | None = None) -> None:
+        if not roots:
+            raise ValueError("a sandbox needs at least one root")
+        self.roots = tuple(roots)
+        self.mechanism = mechanism or choose_mechanism()
+        self._walk = WalkMechanism()
+
+    @classmethod
+    def open(cls, paths: Sequence[str], mechanism: WalkMechanism | None = None) -> Sandbox:
+        """Open each directory as a root. Raises ``ValueError`` naming the first unusable one."""
+        roots = []
+        for given in paths:
+            if not given or "\0" in given:
+                raise ValueError(f"{given!r} is not a directory path")
+            display = _normalize(os.path.abspath(given))
+            real = os.path.realpath(display)
+            try:
+                fd = os.open(real, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+            except FileNotFoundError:
+                raise ValueError(f"{given}: no such directory") from None
+            except NotADirectoryError:
+                raise ValueError(f"{given}: not a directory") from None
+            except OSError as error:
+                raise ValueError(f"{given}: cannot open ({error.strerror})") from None
+            roots.append(Root(display, real, fd))
+        return cls(roots, mechanism)
+
+    def close(self) -> None:
+        """Close the roots' descriptors (the sandbox is unusable afterwards)."""
+        for root in self.roots:
+            try:
+                os.close(root.fd)
+            except OSError:
+                pass
+
+    # --- step 1: locate ---------------------------------------------------------------------------
+
+    def locate(self, path: str) -> Location:
+        """The root and components a client path names. Pure string work: raises ``InvalidPath``
+        or ``AccessDenied`` (outside every root) without touching the disk."""
+        if not isinstance(path, str) or not path:
+            raise InvalidPath("path must be a non-empty string")
+        if "\0" in path:
+            raise InvalidPath("path must not contain NUL characters")
+        try:
+            size = len(path.encode("utf-8"))
+        except UnicodeEncodeError:
+            raise InvalidPath("path is not valid Unicode") from None
+        if size > MAX_PATH_BYTES:
+            raise InvalidPath(f"path is longer than {MAX_PATH_BYTES} bytes")
+        absolute = path if path.startswith("/") else self.roots[0].display.rstrip("/") + "/" + path
+        normal = _normalize(absolute)
+        best: tuple[int, Root, tuple[str, ...]] | None = None
+        for root in self.roots:
+            for alias in root.aliases:
+                parts = _under(normal, alias)
+                if parts is not None and (best is None or len(alias) > best[0]):
+                    best = (len(alias), root, parts)
+        if best is None:
+            raise AccessDenied(path)
+        for part in best[2]:
+            if len(part.encode("utf-8")) > MAX_NAME_BYTES:
+                raise InvalidPath(f"a path component is longer than {MAX_NAME_BYTES} bytes")
+        return Location(best[1], best[2])
+
+    def root_location(self, index: int = 0) -> Location:
+        return Location(self.roots[index], ())
+
+    # --- step 2: resolve --------------------------------------------------------------------------
+
+    @staticmethod
+    def _follow_link(root: Root) -> Callable[[tuple[str, ...], str, tuple[str, ...]], tuple[str, ...]]:
+        """The link policy for ``root``: a link's new path below the root, or ``_Escape``."""
+
+        def follow(prefix: tuple[str, ...], target: str, remaining: tuple[str, ...]) -> tuple[str, ...]:
+            if not target or "\0" in target:
+                raise _Escape()
+            if target.startswith("/"):
+                normal = _normalize(target)
+                for alias in root.aliases:
+                    parts = _under(normal, alias)
+                    if parts is not None:
+                        return parts + remaining
+                raise _Escape()
+            resolved = list(prefix)
+            for part in target.split("/"):
+                if part in ("", "."):
+                    continue
+                if part == "..":
+                    if not resolved:
+                        raise _Escape()
+                    resolved.pop()
+                else:
+                    resolved.append(part)
+            return tuple(resolved) + remaining
+
+        return follow
+
+    def _open_dir(self, location: Location, parts: Sequence[str] | None = None) -> tuple[int, tuple[str, ...]]:
+        root = location.root
+        return self.mechanism.open_dir(root.fd, location.parts if parts is None else parts, self._follow_link(root))
+
+    def _lookup(self, location: Location, *, follow_final: bool) -> tuple[int, str | None, os.stat_result | None]:
+        """Open the directory holding the final name and ``lstat`` the name (None when absent).
+
+        With ``follow_final``, a final link inside the root is followed (to any depth). For the
+        root itself, returns ``(root fd copy, None, its stat)``. The caller closes the fd.
+        """
+        root = location.root
+        follow = self._follow_link(root)
+        parts = location.parts
+        for _ in range(MAX_LINK_HOPS + 1):
+            if not parts:
+                fd = os.dup(root.fd)
+                return fd, None, os.fstat(fd)
+            parent_fd, _resolved = self._open_dir(location, parts[:-1])
+            name = parts[-1]
+            try:
+                info = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                return parent_fd, name, None
+            except BaseException:
+                os.close(parent_fd)
+                raise
+            if not (follow_final and stat.S_ISLNK(info.st_mode)):
+                return parent_fd, name, info
+            try:
+                target = os.readlink(name, dir_fd=parent_fd)
+            finally:
+                os.close(parent_fd)
+            # A relative link is relative to the *real* directory holding it: ask the walk, which
+            # reports real components even where the kernel followed links for us.
+            walk_fd, resolved = self._walk.open_dir(root.fd, parts[:-1], follow)
+            os.close(walk_fd)
+            parts = follow(resolved, target, ())
+        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+
+    def _guard(self, path: str) -> _Guard:
+        return _Guard(path)
+
+    # --- step 3: act: reading --------------------------------------------------------------------
+
+    def open_file(self, path: str) -> OpenFile:
+        """Open a regular file for reading. Refuses directories, FIFOs, sockets and devices."""
+        location = self.locate(path)
+        with self._guard(path):
+            parent_fd, name, info = self._lookup(location, follow_final=True)
+            try:
+                if info is None:
+                    raise NotFound(f"No such file: {location.display}")
+                if stat.S_ISDIR(info.st_mode):
+                    raise WrongKind(f"{location.display} is a directory, not a file (use list_directory)")
+                if not stat.S_ISREG(info.st_mode) or name is None:
+                    raise WrongKind(f"{location.display} is not a regular file (FIFOs, sockets and devices are refused)")
+                fd = os.open(name, _FILE_FLAGS, dir_fd=parent_fd)
+            finally:
+                os.close(parent_fd)
+            opened = os.fstat(fd)
+            if not stat.S_ISREG(opened.st_mode) or (opened.st_dev, opened.st_ino) != (info.st_dev, info.st_ino):
+                os.close(fd)
+                raise WrongKind(f"{location.display} changed while it was being opened; try again")
+            os.set_blocking(fd, True)
+            return OpenFile(fd, opened, location)
+
+    def stat(self, path: str) -> tuple[Location, os.stat_result]:
+        """What ``path`` is (links inside the root followed), for ``get_file_info``."""
+        location = self.locate(path)
+        with self._guard(path):
+            parent_fd, _name, info = self._lookup(location, follow_final=True)
+            os.close(parent_fd)
+        if info is None:
+            raise NotFound(f"No such file or directory: {location.display}")
+        return location, info
+
+    def identity(self, path: str) -> tuple[int, int, str] | None:
+        """``(device, inode, kind)`` of the entry itself (links not followed), or None if absent."""
+        location = self.locate(path)
+        with self._guard(path):
+            parent_fd, _name, info = self._lookup(location, follow_final=False)
+            os.close(parent_fd)
+        return None if info is None else (info.st_dev, info.st_ino, _kind(info.st_mode))
+
+    def open_directory(self, path: str | Location) -> tuple[Location, int]:
+        """An open descriptor of a directory (links inside the root followed); caller closes it."""
+        location = path if isinstance(path, Location) else self.locate(path)
+        with self._guard(location.display if isinstance(path, Location) else path):
+            try:
+                fd, _ = self._open_dir(location)
+            except FileNotFoundError:
+                raise NotFound(f"No such directory: {location.display}") from None
+            except NotADirectoryError:
+                raise WrongKind(f"{location.display} is not a directory") from None
+            return location, fd
+
+    def list_directory(self, path: str) -> tuple[Location, list[Entry]]:
+        """The entries of a directory, sorted by name. A link is shown as what it points to when
+        that is inside the root, else as ``symlink`` (its target is never examined)."""
+        location, fd = self.open_directory(path)
+        entries = []
+        try:
+            with os.scandir(fd) as scan:
+                found = sorted(scan, key=lambda e: e.name)
+            for item in found:
+                try:
+                    info = item.stat(follow_symlinks=False)
+                except OSError:
+                    continue  # vanished meanwhile
+                if stat.S_ISLNK(info.st_mode):
+                    info = self._linked(location.child(item.name)) or info
+                entries.append(Entry(item.name, _kind(info.st_mode), info.st_size, info.st_mtime))
+        finally:
+            os.close(fd)
+        return location, entries
+
+    def _linked(self, location: Location) -> os.stat_result | None:
+        """The stat of a link's target when it stays inside the root, else None."""
+        try:
+            parent_fd, _name, info = self._lookup(location, follow_final=True)
+        except (OSError, _Escape):
+            return None
+        os.close(parent_fd)
+        return info
+
+    def walk(
+        self,
+        path: str | Location,
+        *,
+        descend: Callable[[tuple[str, ...]], bool] | None = None,
+        after: tuple[str, ...] | None = None,
+    ) -> Iterator[tuple[tuple[str, ...], Entry]]:
+        """Every entry below a directory, depth first, sorted by name at each level, as
+        ``(components below the start, entry)``. Linked directories are listed, not entered.
+
+        ``descend(components)`` may prune a directory. ``after`` resumes a walk just after the
+        entry with those components, without visiting what came before (resource pages).
+        A generator: close it to stop early; it holds at most one descriptor per level.
+        """
+        _location, fd = self.open_directory(path)
+        stack: list[tuple[int, tuple[str, ...], Iterator[os.DirEntry[str]]]] = []
+        try:
+            stack.append((fd, (), self._sorted_entries(fd)))
+            while stack:
+                dir_fd, prefix, entries = stack[-1]
+                item = next(entries, None)
+                if item is None:
+                    os.close(dir_fd)
+                    stack.pop()
+                    continue
+                components = prefix + (item.name,)
+                inside_resume_path = after is not None and after[: len(components)] == components
+                if after is not None and components <= after and not inside_resume_path:
+                    continue
+                try:
+                    info = item.stat(follow_symlinks=False)
+                except OSError:
+                    continue
+                kind = _kind(info.st_mode)
+                if after is None or components > after:
+                    yield components, Entry(item.name, kind, info.st_size, info.st_mtime)
+                if kind != "directory" or len(components) >= MAX_WALK_DEPTH:
+                    continue
+                if descend is not None and not inside_resume_path and not descend(components):
+                    continue
+                try:
+                    child_fd = os.open(item.name, _DIR_FLAGS, dir_fd=dir_fd)
+                except OSError:
+                    continue  # unreadable, or swapped for something else: skip it
+                stack.append((child_fd, components, self._sorted_entries(child_fd)))
+        finally:
+            for dir_fd, _prefix, _entries in stack:
+                os.close(dir_fd)
+
+    @staticmethod
+    def _sorted_entries(fd: int) -> Iterator[os.DirEntry[str]]:
+        try:
+            with os.scandir(fd) as scan:
+                return iter(sorted(scan, key=lambda e: e.name))
+        except OSError:
+            return iter(())
+
+    # --- step 3: act: changing things ------------------------------------------------------------
+
+    def make_directories(self, path: str) -> Location:
+        """Create a directory and any missing parents; an existing directory is fine."""
+        location = self.locate(path)
+        with self._guard(path):
+            for depth in range(1, len(location.parts) + 1):
+                prefix = location.parts[:depth]
+                try:
+                    fd, _ = self._open_dir(location, prefix)
+                    os.close(fd)
+                    continue
+                except FileNotFoundError:
+                    pass
+                except NotADirectoryError:
+                    raise WrongKind(f"{Location(location.root, prefix).display} exists and is not a directory") from None
+                parent_fd, _ = self._open_dir(location, prefix[:-1])
+                try:
+                    os.mkdir(prefix[-1], 0o777, dir_fd=parent_fd)
+                except FileExistsError:
+                    # Created meanwhile, or a link (dangling, or to a non-directory) sits there.
+                    fd, _ = self._open_dir(location, prefix)
+                    os.close(fd)
+                finally:
+                    os.close(parent_fd)
+        return location
+
+    def replace_file(self, path: str) -> AtomicReplace:
+        """Begin an atomic write of ``path`` (created if absent; its directory must exist).
+
+        Write to ``.fd`` of the returned object, then ``commit()``; ``abort()`` (or any
+        exception inside ``with``) removes the temporary file and leaves the target untouched.
+        """
+        location = self.locate(path)
+        with self._guard(path):
+            parent_fd, name, info = self._lookup(location, follow_final=True)
+            try:
+                if name is None:
+                    raise WrongKind(f"{location.display} is a directory, not a file")
+                mode = 0o666 & ~_UMASK
+                if info is not None:
+                    if stat.S_ISDIR(info.st_mode):
+                        raise WrongKind(f"{location.display} is a directory, not a file")
+                    if not stat.S_ISREG(info.st_mode):
+                        raise WrongKind(f"{location.display} is not a regular file (FIFOs, sockets and devices are refused)")
+                    if info.st_nlink > 1:
+                        raise Refused(
+                            f"{location.display} has {info.st_nlink} hard links; writing would split them, so it is refused"
+                        )
+                    mode = stat.S_IMODE(info.st_mode)
+                temporary = f".mcp-ref-{secrets.token_hex(8)}.tmp"
+                fd = os.open(temporary, _TEMP_FLAGS, 0o600, dir_fd=parent_fd)
+            except BaseException:
+                os.close(parent_fd)
+                raise
+            return AtomicReplace(location, parent_fd, name, temporary, fd, mode, existed=info is not None)
+
+    def move(self, source: str, destination: str) -> tuple[Location, Location]:
+        """Rename ``source`` to ``destination``, never replacing anything at the destination."""
+        from_location, to_location = self.locate(source), self.locate(destination)
+        if not from_location.parts or not to_location.parts:
+            raise Refused("an allowed directory itself cannot be moved or replaced")
+        if to_location.root is from_location.root and to_location.parts[: len(from_location.parts)] == from_location.parts:
+            raise Refused(f"cannot move {from_location.display} into itself")
+        with self._guard(source):
+            from_fd, from_name, from_info = self._lookup(from_location, follow_final=False)
+        try:
+            if from_info is None or from_name is None:
+                raise NotFound(f"No such file or directory: {from_location.display}")
+            with self._guard(destination):
+                to_fd, to_name, to_info = self._lookup(to_location, follow_final=False)
+            try:
+                if to_info is not None or to_name is None:
+                    raise AlreadyExists(f"{to_location.display} already exists; move_file never overwrites")
+                with self._guard(destination):
+                    _rename_no_replace(from_fd, from_name, to_fd, to_name, from_info)
+            finally:
+                os.close(to_fd)
+        finally:
+            os.close(from_fd)
+        return from_location, to_location
+
+    def delete(self, path: str, *, expect: tuple[int, int, str] | None = None) -> tuple[Location, str]:
+        """Remove a file, link or empty directory (links themselves, never their targets).
+
+        ``expect``: the ``identity()`` seen when the deletion was confirmed; if the entry is no
+        longer that one, nothing is deleted. Returns the location and the kind removed.
+        """
+        location = self.locate(path)
+        if not location.parts:
+            raise Refused("an allowed directory itself cannot be deleted")
+        with self._guard(path):
+            parent_fd, name, info = self._lookup(location, follow_final=False)
+            try:
+                if info is None or name is None:
+                    raise NotFound(f"No such file or directory: {location.display}")
+                if expect is not None and (info.st_dev, info.st_ino, _kind(info.st_mode)) != tuple(expect):
+                    raise Refused(f"{location.display} changed since the deletion was confirmed; nothing was deleted")
+                kind = _kind(info.st_mode)
+                if kind == "directory":
+                    try:
+                        os.rmdir(name, dir_fd=parent_fd)
+                    except OSError as error:
+                        if error.errno in (errno.ENOTEMPTY, errno.EEXIST):
+                            raise Refused(f"{location.display} is a directory that is not empty; only empty ones are deleted") from None
+                        raise
+                else:
+                    os.unlink(name, dir_fd=parent_fd)
+            finally:
+                os.close(parent_fd)
+        return location, kind
+
+
+class _Guard:
+    """Turns escapes and OS errors inside an operation into ``FsError`` naming the client's path."""
+
+    def __init__(self, path: str) -> None:
+        self.path = path
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: object) -> bool:
+        if error is None or isinstance(error, FsError):
+            return False
+        if isinstance(error, _Escape):
+            raise AccessDenied(self.path) from None
+        if isinstance(error, OSError):
+            raise _fs_error(error, self.path) from None
+        return False
+
+
+def _fs_error(error: OSError, path: str) -> FsError:
+    code = error.errno
+    if code == errno.ENOENT:
+        return NotFound(f"No such file or directory: {path}")
+    if code == errno.ENOTDIR:
+        return WrongKind(f"A component of {path} is not a directory")
+    if code == errno.EISDIR:
+        return WrongKind(f"{path} is a directory")
+    if code in (errno.EACCES, errno.EPERM):
+        return Refused(f"Permission denied: {path}")
+    if code == errno.ELOOP:
+        return Refused(f"Too many levels of symbolic links: {path}")
+    if code == errno.EEXIST:
+        return AlreadyExists(f"{path} already exists")
+    if code == errno.ENAMETOOLONG:
+        return InvalidPath(f"File name too long: {path}")
+    if code == errno.EXDEV:
+        return Refused(f"{path}: cannot move across file systems")
+    if code == errno.ENOSPC:
+        return Refused(f"No space left on device while writing {path}")
+    return FsError(f"{path}: {error.strerror or error}")
+
+
+# --- handles ----------------------------------------------------------------------------------------
+
+
+@dataclass
+class OpenFile:
+    """A regular file opened for reading inside a root. Close it (or use ``with``)."""
+
+    fd: int
+    info: os.stat_result
+    location: Location
+
+    def read_at(self, offset: int, length: int) -> bytes:
+        return os.pread(self.fd, length, offset)
+
+    def close(self) -> None:
+        if self.fd >= 0:
+            os.close(self.fd)
+            self.fd = -1
+
+    def __enter__(self) -> OpenFile:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+
+class AtomicReplace:
+    """A temporary file that becomes the target on ``commit()``, or vanishes on ``abort()``."""
+
+    def __init__(self, location: Location, dir_fd: int, name: str, temporary: str, fd: int, mode: int, *, existed: bool) -> None:
+        self.location = location
+        self.existed = existed
+        self.fd = fd
+        self._dir_fd = dir_fd
+        self._name = name
+        self._temporary = temporary
+        self._mode = mode
+        self._done = False
+
+    def write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            written = os.write(self.fd, view)
+            view = view[written:]
+
+    def commit(self) -> None:
+        """Flush to disk, give the file its permission bits and rename it over the target."""
+        try:
+            os.fchmod(self.fd, self._mode)
+            os.fsync(self.fd)
+            os.rename(self._temporary, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)
+        except OSError as error:
+            self.abort()
+            raise _fs_error(error, self.location.display) from None
+        self._done = True
+        try:
+            os.fsync(self._dir_fd)  # make the rename itself durable
+        except OSError:
+            pass
+        self._close()
+
+    def abort(self) -> None:
+        """Remove the temporary file; the target is untouched."""
+        if self._done:
+            return
+        self._done = True
+        try:
+            os.unlink(self._temporary, dir_fd=self._dir_fd)
+        except OSError:
+            pass
+        self._close()
+
+    def _close(self) -> None:
+        for fd in (self.fd, self._dir_fd):
+            try:
+                os.close(fd)
+            except OSError:
+                pass
+        self.fd = self._dir_fd = -1
+
+    def __enter__(self) -> AtomicReplace:
+        return self
+
+    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
+        if kind is not None or not self._done:
+            self.abort()
+
+
+# --- rename without replacing ---------------------------------------------------------------------
+
+_RENAME_NOREPLACE = 1
+_renameat2: Callable[..., int] | None = None
+try:  # glibc 2.28+
+    _libc = ctypes.CDLL(None, use_errno=True)
+    _renameat2 = _libc.renameat2
+    _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    _renameat2.restype = ctypes.c_int
+except (OSError, AttributeError):
+    _renameat2 = None
+
+
+def _rename_no_replace(from_fd: int, from_name: str, to_fd: int, to_name: str, info: os.stat_result) -> None:
+    """Atomically rename unless the destination exists (``EEXIST`` then)."""
+    if _renameat2 is not None:
+        if _renameat2(from_fd, os.fsencode(from_name), to_fd, os.fsencode(to_name), _RENAME_NOREPLACE) == 0:
+            return
+        code = ctypes.get_errno()
+        if code not in (errno.EINVAL, errno.ENOSYS):  # EINVAL: the file system lacks the flag
+            raise OSError(code, os.strerror(code))
+    if not stat.S_ISDIR(info.st_mode):
+        # link() never replaces: the destination appears atomically or not at all.
+        os.link(from_name, to_name, src_dir_fd=from_fd, dst_dir_fd=to_fd, follow_symlinks=False)
+        os.unlink(from_name, dir_fd=from_fd)
+        return
+    # Directories cannot be hard-linked: check, then rename (a race remains on such systems).
+    try:
+        os.stat(to_name, dir_fd=to_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        os.rename(from_name, to_name, src_dir_fd=from_fd, dst_dir_fd=to_fd)
+        return
+    raise OSError(errno.EEXIST, os.strerror(errno.EEXIST))
