@@ -24,7 +24,7 @@ import os
 import platform
 from typing import Sequence
 
-from ._confine_walk import FollowLink, WalkMechanism
+from ._confine_walk import FollowLink, WalkMechanism, reopen
 
 # include/uapi/linux/openat2.h
 RESOLVE_NO_MAGICLINKS = 0x02
@@ -62,7 +62,7 @@ class Openat2Mechanism:
         """As :meth:`WalkMechanism.open_dir`, except that when the kernel resolved the path the
         components are reported as given (they may name in-root links it followed)."""
         if not parts:
-            return os.dup(root_fd), ()
+            return reopen(root_fd), ()
         try:
             return self._openat2(root_fd, os.fsencode("/".join(parts))), tuple(parts)
         except OSError as error:

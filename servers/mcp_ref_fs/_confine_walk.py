@@ -24,6 +24,17 @@ _DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 # Links followed while resolving one path, as the kernel's own limit (MAXSYMLINKS = 40).
 MAX_LINK_HOPS = 40
 
+
+
+def reopen(dir_fd: int) -> int:
+    """A new open file description of the directory ``dir_fd`` refers to.
+
+    Not ``os.dup``: a duplicate shares the directory read offset with the original, so two
+    listings of the same root (in two worker threads) would interleave and skip entries.
+    """
+    return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
+
+
 # follow(resolved_prefix, link_text, remaining) -> the new full list of components below the root
 # (or raises, when the link leaves the root).
 FollowLink = Callable[[tuple[str, ...], str, tuple[str, ...]], tuple[str, ...]]
@@ -44,7 +55,7 @@ class WalkMechanism:
         pending = tuple(parts)
         hops = 0
         while True:
-            fd = os.dup(root_fd)
+            fd = reopen(root_fd)
             resolved: list[str] = []
             try:
                 for index, name in enumerate(pending):

@@ -54,7 +54,7 @@ import stat
 from dataclasses import dataclass
 from typing import Callable, Iterator, Sequence
 
-from ._confine_walk import MAX_LINK_HOPS, WalkMechanism
+from ._confine_walk import MAX_LINK_HOPS, WalkMechanism, reopen
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
@@ -327,14 +327,14 @@ class Sandbox:
         """Open the directory holding the final name and ``lstat`` the name (None when absent).
 
         With ``follow_final``, a final link inside the root is followed (to any depth). For the
-        root itself, returns ``(root fd copy, None, its stat)``. The caller closes the fd.
+        root itself, returns ``(a new descriptor of the root, None, its stat)``. The caller closes the fd.
         """
         root = location.root
         follow = self._follow_link(root)
         parts = location.parts
         for _ in range(MAX_LINK_HOPS + 1):
             if not parts:
-                fd = os.dup(root.fd)
+                fd = reopen(root.fd)
                 return fd, None, os.fstat(fd)
             parent_fd, _resolved = self._open_dir(location, parts[:-1])
             name = parts[-1]

@@ -1,0 +1,109 @@
+"""Entry point: ``mcp-ref-fs [options] [ROOT ...]`` or ``python -m mcp_ref_fs``.
+
+Parses the command line into a ``Config``, opens the roots (exit status 2 with a message on
+stderr when one is unusable) and serves MCP over stdio until stdin closes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from .config import DEFAULT_MAX_ENTRIES, DEFAULT_MAX_MEDIA_BYTES, DEFAULT_MAX_READ_BYTES, DEFAULT_SEARCH_SECONDS, Config
+
+VERSION = "0.1.0"
+
+DESCRIPTION = """\
+The mcp-ref filesystem server: MCP over stdio (one JSON-RPC message per line on stdin, answers
+on stdout, logs on stderr) giving a client read and write access to the ROOT directories and
+nothing else. Serves 2026-07-28 clients and initialize-era clients (2025-11-25 and earlier);
+exits with status 0 when stdin closes.
+
+Each ROOT is an allowed directory; without any, the current directory is served (and stderr says
+so). Paths in tool arguments may be absolute or relative; relative paths resolve against the
+first ROOT, and ~ is an ordinary name, never expanded. Nothing outside the roots is read,
+listed, written, created, moved, deleted or revealed; symbolic links are followed only while
+they stay inside their root."""
+
+EPILOG = """\
+limits: a read returns at most --max-read-bytes of text (with a note giving the total size), a
+media file or resource read at most --max-media-bytes, and a listing, tree, search or grep at most
+--max-entries entries (with a note saying the answer was cut). Searches stop after
+--search-seconds.
+
+environment: MCP_REF_LOG_LEVEL, MCP_REF_STATE_KEY, MCP_REF_MAX_LINE_BYTES,
+MCP_REF_SHUTDOWN_GRACE_SECONDS, MCP_REF_MAX_CONCURRENCY (see the mcp-ref README), and
+MCP_REF_FS_CONFINE=walk to use the portable confinement walk instead of Linux openat2.
+
+example: printf '%s\\n' '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' | mcp-ref-fs ."""
+
+
+def _positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
+
+
+def parse_arguments(argv: list[str]) -> Config:
+    """The ``Config`` for a command line (argparse exits 2 on bad options)."""
+    parser = argparse.ArgumentParser(
+        prog="mcp-ref-fs",
+        description=DESCRIPTION,
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("roots", nargs="*", metavar="ROOT", help="an allowed directory (default: the current directory)")
+    parser.add_argument("--read-only", action="store_true", help="refuse every tool that would change the disk (they stay listed)")
+    parser.add_argument("--modern-only", action="store_true", help="serve only 2026-07-28 clients; answer initialize with an error")
+    parser.add_argument("--max-read-bytes", type=_positive_int, default=DEFAULT_MAX_READ_BYTES, metavar="N",
+                        help=f"most text one read returns (default {DEFAULT_MAX_READ_BYTES})")
+    parser.add_argument("--max-media-bytes", type=_positive_int, default=DEFAULT_MAX_MEDIA_BYTES, metavar="N",
+                        help=f"largest file read_media_file or resources/read returns (default {DEFAULT_MAX_MEDIA_BYTES})")
+    parser.add_argument("--max-entries", type=_positive_int, default=DEFAULT_MAX_ENTRIES, metavar="N",
+                        help=f"most entries in one listing, tree, search or grep (default {DEFAULT_MAX_ENTRIES})")
+    parser.add_argument("--search-seconds", type=_positive_float, default=DEFAULT_SEARCH_SECONDS, metavar="S",
+                        help=f"time limit of one search or grep (default {DEFAULT_SEARCH_SECONDS:g})")
+    parser.add_argument("--version", action="version", version=f"mcp-ref-fs {VERSION}")
+    options = parser.parse_args(argv)
+    return Config(
+        roots=tuple(options.roots),
+        read_only=options.read_only,
+        modern_only=options.modern_only,
+        max_read_bytes=options.max_read_bytes,
+        max_media_bytes=options.max_media_bytes,
+        max_entries=options.max_entries,
+        search_seconds=options.search_seconds,
+    )
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Serve until stdin closes (or a signal); returns the exit status."""
+    config = parse_arguments(sys.argv[1:] if argv is None else argv)
+    if not config.roots:
+        config = Config(**{**config.__dict__, "roots": (os.getcwd(),)})
+        sys.stderr.write(f"mcp-ref-fs: no ROOT given; serving the current directory {config.roots[0]}\n")
+    from .root import Sandbox
+
+    try:
+        sandbox = Sandbox.open(config.roots)
+    except ValueError as error:
+        sys.stderr.write(f"mcp-ref-fs: {error}\n")
+        return 2
+    if sys.stdin is not None and sys.stdin.isatty():
+        sys.stderr.write("mcp-ref-fs: waiting for JSON-RPC lines on stdin (see --help); Ctrl-D ends\n")
+    from .server import build_server
+
+    return build_server(config, sandbox).run()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

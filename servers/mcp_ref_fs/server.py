@@ -1,0 +1,45 @@
+"""Builds the mcp-ref-fs ``Server``: tools, resources and subscriptions over one sandbox.
+
+Layers, top to bottom (each its own module): ``__main__`` (command line -> ``Config``) ->
+``server`` (this wiring) -> ``tools`` / ``resources`` / ``watch`` (the MCP features) ->
+``content`` / ``patterns`` (pure text helpers) -> ``root`` (THE sandbox; the only module that
+touches the file system by name) -> ``_confine_*`` (how directories are opened beneath a root).
+"""
+
+from __future__ import annotations
+
+from mcp_ref import Server
+
+from .config import Config
+from .resources import READ_HINT, FsResources
+from .root import Sandbox
+from .tools import FsTools
+from .watch import Watcher
+
+VERSION = "0.1.0"
+
+INSTRUCTIONS = (
+    "Read, search and change files inside the allowed directories (call list_allowed_directories first). "
+    "Paths may be absolute or relative to the first allowed directory. Use read_text_file for text and "
+    "read_media_file for images, audio and other binaries; edit_file for targeted changes (it returns a diff) "
+    "and write_file to replace a whole file; grep_files searches contents, search_files names. "
+    "Large answers are cut with a note that says how to get the rest."
+)
+
+
+def build_server(config: Config, sandbox: Sandbox) -> Server:
+    """The configured server, ready to ``run()``."""
+    server = Server(
+        "mcp-ref-fs",
+        VERSION,
+        title="mcp-ref filesystem server",
+        instructions=INSTRUCTIONS + (" This server is read-only." if config.read_only else ""),
+        list_changed=["resources"],
+        resource_subscriptions=True,
+        modern_only=config.modern_only,
+        cache_hints={"resources/read": READ_HINT},
+    )
+    FsTools(server, sandbox, config)
+    FsResources(server, sandbox, config)
+    server.on_watch(Watcher(server, sandbox).update)
+    return server
