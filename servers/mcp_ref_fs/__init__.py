@@ -1,0 +1,1 @@
+"""mcp-ref-fs: the bundled filesystem MCP server."""
