@@ -24,13 +24,14 @@ must get right (sniffing, line counting, ``edit_file`` matching) testable with p
 from __future__ import annotations
 
 import codecs
-import difflib
 import functools
-import mimetypes
 import posixpath
 import re
 from collections import Counter
-from typing import Callable, Iterable, Iterator
+from typing import TYPE_CHECKING, Callable, Iterable, Iterator
+
+if TYPE_CHECKING:
+    import mimetypes
 
 __all__ = [
     "BOM",
@@ -235,6 +236,8 @@ _SNIFF_BYTES = 8192
 def _builtin_types() -> mimetypes.MimeTypes:
     # A private MimeTypes instance knows only Python's built-in table; the module-level
     # functions would also read /etc/mime.types (or the Windows registry) and vary by machine.
+    import mimetypes  # lazily, like difflib below: cold start pays for neither
+
     return mimetypes.MimeTypes()
 
 
@@ -644,6 +647,8 @@ def _closest_window(stripped: list[str], old_stripped: list[str]) -> tuple[int, 
         return len(target_words.intersection(_excerpt(stripped[start:start + k]).split()))
 
     finalists = sorted(candidates, key=lambda s: (votes[s], shared_words(s)), reverse=True)[:_FINALISTS]
+    import difflib
+
     matcher = difflib.SequenceMatcher(None, autojunk=False)
     matcher.set_seq2(target)  # seq2 is the side SequenceMatcher indexes; index oldText once
     best, best_ratio = 0, 0.0
@@ -688,6 +693,8 @@ def unified_diff(old: str, new: str, path: str) -> str:
     if old_lines == new_lines:
         return ""
     out = [f"Index: {path}\n", "=" * 67 + "\n"]
+    import difflib
+
     for line in difflib.unified_diff(old_lines, new_lines, path, path, "original", "modified", n=3):
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)

@@ -14,7 +14,6 @@ import json
 import os
 import stat
 import time
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mcp_ref import ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
@@ -621,6 +620,8 @@ def _join(location: Location, components: tuple[str, ...]) -> str:
 
 
 def _iso(timestamp: float) -> str:
+    from datetime import datetime, timezone
+
     return datetime.fromtimestamp(timestamp, timezone.utc).isoformat().replace("+00:00", "Z")
 
 
