@@ -4,7 +4,8 @@ stdio transport and server dispatcher, serving legacy (initialize-era) clients t
 Reading order for a newcomer, following one message from stdin to stdout:
 ``wire`` (framing, JSON-RPC) -> ``stdio`` (asyncio transport) -> ``dispatcher`` (eras, routing,
 errors) -> ``meta`` / ``versions`` -> the feature modules (``discover``, ``tools``, ``resources``,
-``prompts``, ``completion``, ``subscriptions``, ``mrtr`` + ``requeststate``, ``legacy``,
+``prompts``, ``completion``, ``pagination``, ``subscriptions`` + ``watch``, ``mrtr`` +
+``requeststate``, ``sealing`` (the one HMAC, for request state and cursors), ``legacy``,
 ``ratelimit``) -> ``server`` (the API).
 """
 
@@ -38,6 +39,7 @@ from .resources import Resource, ResourceTemplate
 from .server import Server
 from .tools import Tool, ToolResult
 from .versions import LEGACY_VERSIONS, MODERN_VERSION
+from .watch import WatchSet
 
 __version__ = "0.1.0"
 
@@ -65,6 +67,7 @@ __all__ = [
     "ToolError",
     "ToolResult",
     "UnsupportedProtocolVersion",
+    "WatchSet",
     "audio",
     "blob_resource",
     "elicit_form",

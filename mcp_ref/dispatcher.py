@@ -32,8 +32,8 @@ Exceptions become wire errors in exactly one place (``_error_for``). A cancelled
 response at all.
 
 On shutdown (EOF or a signal), ``shutdown`` lets in-flight requests finish within a grace
-period, cancels what is left, and closes open subscriptions gracefully (each gets its final
-response).
+period, cancels what is left, closes open subscriptions gracefully (each gets its final
+response), and tells the server's watch hooks that nothing is watched any more.
 """
 
 from __future__ import annotations
@@ -437,5 +437,6 @@ class Dispatcher:
         listens = [e.task for e in self._in_flight.values()]
         if listens:
             await asyncio.gather(*listens, return_exceptions=True)
+        await self.server._stop_watching()  # watch hooks hear the empty set: nothing listens any more
         await self._sink.drain()
         self.server.bind(None)

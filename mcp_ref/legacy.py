@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidParams
 from .meta import LOG_LEVEL_RANK, LOG_LEVELS, SERVER_INFO
+from .subscriptions import check_room_for_uris, check_uri_length
 from .versions import negotiate_legacy_version
 
 if TYPE_CHECKING:
@@ -79,6 +80,7 @@ async def initialize(server: Server, ctx: RequestContext, params: dict[str, Any]
     session.version = negotiate_legacy_version(requested)
     session.client_capabilities = capabilities
     session.client_info = client_info if isinstance(client_info, dict) else None
+    server._watch_changed()  # legacy clients get list changes without asking
     result: dict[str, Any] = {
         "protocolVersion": session.version,
         "capabilities": server.capabilities(era="legacy"),
@@ -104,14 +106,22 @@ async def set_level(server: Server, ctx: RequestContext, params: dict[str, Any])
 
 
 async def subscribe(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    """``resources/subscribe``: send ``notifications/resources/updated`` for this URI from now on."""
-    server.legacy.subscribed_uris.add(_uri(params))
+    """``resources/subscribe``: send ``notifications/resources/updated`` for this URI from now on.
+
+    Bounded like listen streams (``subscriptions.MAX_SUBSCRIBED_URIS``, together with them).
+    """
+    uri = _uri(params)
+    if uri not in server.legacy.subscribed_uris:
+        check_room_for_uris(server, 1)
+        server.legacy.subscribed_uris.add(uri)
+        server._watch_changed()
     return {}
 
 
 async def unsubscribe(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``resources/unsubscribe``."""
     server.legacy.subscribed_uris.discard(_uri(params))
+    server._watch_changed()
     return {}
 
 
@@ -119,6 +129,7 @@ def _uri(params: dict[str, Any]) -> str:
     uri = params.get("uri")
     if not isinstance(uri, str):
         raise InvalidParams('"uri" must be a string')
+    check_uri_length(uri)
     return uri
 
 

@@ -124,7 +124,7 @@ def _is_message(value: Any) -> bool:
 
 async def list_prompts(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``prompts/list``: one page of prompts, in registration order."""
-    return page_result("prompts", list(server.prompts.values()), params, "prompts/list", server.page_size, Prompt.definition)
+    return page_result(server.signer, "prompts", list(server.prompts.values()), params, "prompts/list", server.page_size, Prompt.definition)
 
 
 async def get_prompt(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:

@@ -10,7 +10,9 @@ where the MAC is HMAC-SHA256 over a JSON payload that binds:
 * ``n``: a random nonce -- so no two tokens are alike;
 * ``s``: the handler's own state, and ``a``: the answers received so far.
 
-A token that fails any check is refused with -32602 before the handler runs. The key comes from
+A token that fails any check is refused with -32602 before the handler runs. The MAC, its key
+and the strict base64url encoding live in ``sealing`` (shared with list cursors; the tag's
+purpose is ``"requestState"``, so a cursor never opens as state). The key comes from
 ``MCP_REF_STATE_KEY`` when set (any string; it is hashed into the key), so retries survive a
 restart or reach another instance; otherwise it is random per process, and a restarted server
 refuses old tokens (the client is simply asked again). Tokens are signed, not encrypted: never
@@ -20,19 +22,17 @@ handler with one-time semantics must record redemption itself.
 
 from __future__ import annotations
 
-import base64
-import binascii
 import hashlib
-import hmac
 import json
 import os
 import time
 from typing import Any, Mapping, NamedTuple
 
 from .errors import InvalidParams
+from .sealing import Signer, b64url_decode, b64url_encode
 
-STATE_KEY_ENV = "MCP_REF_STATE_KEY"
 DEFAULT_STATE_TTL_SECONDS = 600
+PURPOSE = "requestState"
 
 
 def salient_params(method: str, params: dict[str, Any]) -> Any:
@@ -40,22 +40,6 @@ def salient_params(method: str, params: dict[str, Any]) -> Any:
     if method == "resources/read":
         return params.get("uri")
     return [params.get("name"), params.get("arguments") or {}]
-
-
-def _b64(data: bytes) -> str:
-    return base64.urlsafe_b64encode(data).decode("ascii").rstrip("=")
-
-
-def _unb64(text: str) -> bytes:
-    return base64.urlsafe_b64decode(text + "=" * (-len(text) % 4))
-
-
-def _load_key() -> bytes:
-    configured = os.environ.get(STATE_KEY_ENV)
-    if configured:
-        # Any string works as a secret; hash it to a fixed-size HMAC key.
-        return hashlib.sha256(configured.encode()).digest()
-    return os.urandom(32)
 
 
 class OpenedState(NamedTuple):
@@ -69,15 +53,12 @@ class StateSealer:
     """Seals and opens ``requestState`` tokens: ``base64url(payload) "." base64url(HMAC-SHA256)``."""
 
     def __init__(self, key: bytes | None = None, ttl_seconds: float = DEFAULT_STATE_TTL_SECONDS) -> None:
-        self._key = key if key is not None else _load_key()
+        self.signer = Signer(key)  # the server's one key; list cursors are signed with it too
         self.ttl_seconds = ttl_seconds
 
     def _binding(self, method: str, params: dict[str, Any]) -> str:
         canonical = json.dumps([method, salient_params(method, params)], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
-
-    def _mac(self, payload: bytes) -> bytes:
-        return hmac.new(self._key, payload, hashlib.sha256).digest()
 
     def seal(
         self,
@@ -93,13 +74,13 @@ class StateSealer:
             "m": method,
             "b": self._binding(method, params),
             "e": int((time.time() if now is None else now) + self.ttl_seconds),
-            "n": _b64(os.urandom(9)),
+            "n": b64url_encode(os.urandom(9)),
             "s": state,
         }
         if answered:
             sealed["a"] = dict(answered)
         payload = json.dumps(sealed, separators=(",", ":")).encode()
-        return f"{_b64(payload)}.{_b64(self._mac(payload))}"
+        return f"{b64url_encode(payload)}.{b64url_encode(self.signer.tag(PURPOSE, payload))}"
 
     def open(self, token: Any, method: str, params: dict[str, Any], now: float | None = None) -> OpenedState:
         """What a token presented with this request carries; -32602 if it fails any check."""
@@ -107,10 +88,10 @@ class StateSealer:
             raise InvalidParams("requestState must be a string")
         try:
             payload_text, mac_text = token.split(".")
-            payload, mac = _unb64(payload_text), _unb64(mac_text)
-        except (ValueError, binascii.Error):
+            payload, mac = b64url_decode(payload_text), b64url_decode(mac_text)
+        except ValueError:
             raise InvalidParams("requestState is malformed") from None
-        if not hmac.compare_digest(mac, self._mac(payload)):
+        if not self.signer.verify(PURPOSE, payload, mac):
             raise InvalidParams("requestState failed integrity verification")
         sealed = json.loads(payload)
         if sealed["e"] < (time.time() if now is None else now):

@@ -35,9 +35,11 @@ from .pagination import DEFAULT_PAGE_SIZE
 from .prompts import Prompt, PromptArgument
 from .ratelimit import RateLimit
 from .resources import Resource, ResourceTemplate
+from .sealing import Signer
 from .subscriptions import LIST_CHANGED_FIELDS, SubscriptionHub
 from .tools import Tool
 from .versions import supported_versions
+from .watch import WatchHooks, WatchSet
 
 LIST_KINDS = ("tools", "prompts", "resources")
 
@@ -62,11 +64,13 @@ class Server:
     * ``modern_only``: serve only 2026-07-28 clients. By default initialize-era clients
       (2025-11-25 and earlier) are served too; a modern-only server answers ``initialize`` with
       an error naming the versions it supports.
-    * ``page_size``: items per page of the list methods.
+    * ``page_size``: items per page of the list methods (a page is never longer; one that ends
+      where a paged resource lister stopped may be shorter).
     * ``cache_hints``: ``{method: CacheHint}`` overriding the defaults (0 ms; public for lists and
       discovery, private for ``resources/read``).
-    * ``state_key`` / ``state_ttl_seconds``: the HMAC key and lifetime of sealed MRTR request state
-      (default key: ``$MCP_REF_STATE_KEY``, else random per process).
+    * ``state_key`` / ``state_ttl_seconds``: the HMAC key of sealed MRTR request state and list
+      cursors (default: from ``$MCP_REF_STATE_KEY``, else random per process), and the lifetime
+      of request state.
     * ``handler_threads``: size of the pool that runs *synchronous* handlers (I/O never uses it).
     * ``rate_limits``: ``{method: RateLimit}`` pacing requests of those methods (e.g.
       ``"tools/call"``, ``"completion/complete"``); none by default.
@@ -113,18 +117,20 @@ class Server:
         self.tools: dict[str, Tool] = {}
         self.resources: dict[str, Resource] = {}
         self.resource_templates: list[ResourceTemplate] = []
-        self.resource_listers: list[Callable[..., Any]] = []
+        self.resource_listers: list[Callable[..., Any]] = []  # plain: handler(ctx) -> all resources
+        self.paged_resource_listers: list[Callable[..., Any]] = []  # handler(ctx, position, limit) -> (items, next)
         self.prompts: dict[str, Prompt] = {}
         self.completers: dict[tuple[str, str], Callable[..., Any]] = {}
 
         self.subscriptions = SubscriptionHub()
         self.legacy = LegacySession()
+        self._watch_hooks = WatchHooks()
         self._emit: Callable[[dict[str, Any]], None] | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._busy_threads = 0
         self._busy_lock = threading.Lock()
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._loop_thread: int | None = None
+        # (event loop, its thread) while serving. One attribute, so another thread reads both at once.
+        self._bound: tuple[asyncio.AbstractEventLoop, int] | None = None
 
     # --- description ----------------------------------------------------------------------------
 
@@ -140,7 +146,8 @@ class Server:
             capabilities["tools"] = {"listChanged": True} if "tools" in self.list_changed_kinds else {}
         if self.prompts or "prompts" in self.list_changed_kinds:
             capabilities["prompts"] = {"listChanged": True} if "prompts" in self.list_changed_kinds else {}
-        if self.resources or self.resource_templates or self.resource_listers or "resources" in self.list_changed_kinds:
+        listers = self.resource_listers or self.paged_resource_listers
+        if self.resources or self.resource_templates or listers or "resources" in self.list_changed_kinds:
             resources: dict[str, Any] = {}
             if self.resource_subscriptions:
                 resources["subscribe"] = True
@@ -243,10 +250,28 @@ class Server:
 
         return register
 
-    def resource_lister(self, handler: Callable[..., Any]) -> Callable[..., Any]:
-        """Decorator: ``handler(ctx)`` returns more resources for ``resources/list`` (``Resource`` or dicts)."""
-        self.resource_listers.append(handler)
-        return handler
+    def resource_lister(self, handler: Callable[..., Any] | None = None, *, paged: bool = False) -> Callable[..., Any]:
+        """Decorator: register a handler that lists more resources for ``resources/list``.
+
+        ``@server.resource_lister`` (or ``@server.resource_lister()``): ``handler(ctx)`` returns all
+        of them (``Resource`` objects or dicts), and the library pages them.
+
+        ``@server.resource_lister(paged=True)``: ``handler(ctx, position, limit)`` returns
+        ``(items, next_position)``: at most ``limit`` items starting at ``position`` (``None`` for
+        the first page, else a ``next_position`` this handler returned earlier, as JSON decodes
+        it), and where the next page starts, or ``None`` when done. ``next_position`` must be a
+        JSON value; it travels inside the sealed cursor, so a position the handler gets back is
+        always one it produced (the client cannot forge or alter it).
+
+        ``resources/list`` lists static resources, then plain listers, then paged listers, each in
+        registration order.
+        """
+
+        def register(function: Callable[..., Any]) -> Callable[..., Any]:
+            (self.paged_resource_listers if paged else self.resource_listers).append(function)
+            return function
+
+        return register if handler is None else register(handler)
 
     def add_prompt(self, prompt: Prompt) -> Prompt:
         """Register (or replace) a prompt; announces the change."""
@@ -300,7 +325,11 @@ class Server:
     # --- change notifications --------------------------------------------------------------------
 
     def notify_list_changed(self, kind: str) -> None:
-        """Announce that the ``tools``, ``prompts`` or ``resources`` list changed."""
+        """Announce that the ``tools``, ``prompts`` or ``resources`` list changed.
+
+        Safe to call from any thread (a synchronous handler, a file watcher's thread); the fan-out
+        happens on the event loop. Outside serving it does nothing.
+        """
         if kind not in self.list_changed_kinds:
             raise ValueError(f"{kind} list changes are not declared; pass list_changed=[{kind!r}] to Server()")
         self._list_changed(kind)
@@ -308,7 +337,8 @@ class Server:
     def notify_resource_updated(self, uri: str) -> None:
         """Announce that the resource at ``uri`` changed, to the subscribers of that URI.
 
-        Safe to call from synchronous handlers (worker threads) too.
+        Safe to call from any thread (a synchronous handler, a file watcher's thread); the fan-out
+        happens on the event loop. Outside serving it does nothing.
         """
         if not self.resource_subscriptions:
             raise ValueError("resource subscriptions are not declared; pass resource_subscriptions=True to Server()")
@@ -334,10 +364,50 @@ class Server:
 
     def _on_loop(self, function: Callable[..., None], *args: Any) -> None:
         # Subscriptions are the event loop's: fan out there, whichever thread announced the change.
-        if self._loop is None or threading.get_ident() == self._loop_thread:
+        bound = self._bound  # read once: the loop thread may unbind meanwhile
+        if bound is None:
+            return  # not serving: nobody to tell
+        loop, loop_thread = bound
+        if threading.get_ident() == loop_thread:
             function(*args)
-        else:
-            self._loop.call_soon_threadsafe(function, *args)
+            return
+        try:
+            loop.call_soon_threadsafe(function, *args)
+        except RuntimeError:  # the loop closed since we read it: serving has ended
+            pass
+
+    # --- watch hooks -------------------------------------------------------------------------------
+
+    def on_watch(self, handler: Callable[[WatchSet], Any]) -> Callable[[WatchSet], Any]:
+        """Decorator: ``handler(watched: WatchSet)`` learns what clients listen for, whenever it changes.
+
+        Called on the event loop when a listen stream opens (after its acknowledgement) or ends,
+        on legacy ``resources/(un)subscribe`` and ``initialize``, and with an empty ``WatchSet``
+        when serving stops; never twice in a row with the same set. A coroutine function runs in
+        a task the library owns (never concurrently with itself; cancelled at shutdown after
+        ``watch.WATCH_STOP_SECONDS``); a plain function is called inline, so keep it quick.
+        Exceptions are logged (logger ``mcp_ref.watch``) and never affect a stream. Register
+        before serving. See ``mcp_ref.watch``.
+        """
+        self._watch_hooks.add(handler)
+        return handler
+
+    @property
+    def watched(self) -> WatchSet:
+        """What clients listen for right now (what ``on_watch`` handlers are told)."""
+        lists = self.subscriptions.watched_lists()
+        if self.legacy.active:
+            lists |= self.list_changed_kinds  # legacy clients get list changes without asking
+        return WatchSet(self.subscriptions.watched_uris() | frozenset(self.legacy.subscribed_uris), lists)
+
+    def _watch_changed(self) -> None:
+        """What is watched may have changed (event-loop thread): tell the hooks if it did."""
+        if self._watch_hooks:
+            self._watch_hooks.update(self.watched)
+
+    async def _stop_watching(self) -> None:
+        """Serving ends: hooks get the empty set (coroutine hooks a bounded time to take it in)."""
+        await self._watch_hooks.stop()
 
     # --- running ----------------------------------------------------------------------------------
 
@@ -346,9 +416,10 @@ class Server:
         self._emit = emit
         self.subscriptions.bind(emit)
         if emit is None:
-            self._loop, self._loop_thread = None, None
+            self._bound = None
         else:
-            self._loop, self._loop_thread = asyncio.get_running_loop(), threading.get_ident()
+            self._bound = (asyncio.get_running_loop(), threading.get_ident())
+            self._watch_hooks.start()
 
     async def invoke(self, handler: Callable[..., Any], *args: Any) -> Any:
         """Call a handler: coroutine functions on the event loop, plain functions on the handler pool."""
@@ -366,6 +437,11 @@ class Server:
         finally:
             with self._busy_lock:
                 self._busy_threads -= 1
+
+    @property
+    def signer(self) -> Signer:
+        """The server's one HMAC signer (``sealing``): MRTR request state and list cursors."""
+        return self.sealer.signer
 
     @property
     def busy_handler_threads(self) -> int:

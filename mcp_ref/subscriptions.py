@@ -15,16 +15,24 @@ It ends in one of two ways. The client sends ``notifications/cancelled`` for the
 stream stops and, as for any cancelled request, no response is sent. Or the server shuts down
 (EOF on stdin, a signal): each open subscription then gets a successful response carrying its
 subscription id -- the "graceful closure" -- before the process exits.
+
+Streams are meant to stay open, so what they hold is bounded: at most ``MAX_OPEN_SUBSCRIPTIONS``
+streams, and at most ``MAX_SUBSCRIBED_URIS`` resource URIs across all of them and the legacy
+``resources/subscribe`` set together, each URI at most ``MAX_URI_LENGTH`` characters. A listen
+over a bound is refused before anything is registered. The hub counts what open streams hold, so
+``Server.watched`` (the ``WatchSet`` given to watch hooks, see ``watch``) costs no scan of them.
 """
 
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import InternalError, InvalidParams
 from .meta import SUBSCRIPTION_ID
+from .resources import MAX_URI_LENGTH
 
 if TYPE_CHECKING:
     from .context import RequestContext
@@ -41,6 +49,9 @@ LIST_CHANGED_METHOD = {kind: method for kind, method in LIST_CHANGED_FIELDS.valu
 # Open streams never count toward the transport's backlog (they are meant to stay open), so they
 # have a bound of their own: a denial-of-service guard, far above what a host opens.
 MAX_OPEN_SUBSCRIPTIONS = 1024
+# Resource URIs held by all open streams and the legacy subscribe set together (each stream's own
+# list counts; a URI two streams hold counts twice). A memory guard like the one above.
+MAX_SUBSCRIBED_URIS = 10_000
 RESOURCE_UPDATED = "notifications/resources/updated"
 
 
@@ -55,7 +66,26 @@ def parse_filter(params: dict[str, Any]) -> dict[str, Any]:
     uris = requested.get("resourceSubscriptions")
     if uris is not None and not (isinstance(uris, list) and all(isinstance(u, str) for u in uris)):
         raise InvalidParams('"notifications.resourceSubscriptions" must be an array of URI strings')
+    for uri in uris or ():
+        check_uri_length(uri)
     return requested
+
+
+def check_uri_length(uri: str) -> None:
+    """-32602 for a subscribed URI longer than ``MAX_URI_LENGTH`` (no resource URI comes near it)."""
+    if len(uri) > MAX_URI_LENGTH:
+        raise InvalidParams(f"Subscribed URI longer than {MAX_URI_LENGTH} characters", {"uri": uri[:200] + "..."})
+
+
+def check_room_for_uris(server: Server, count: int) -> None:
+    """-32602 unless ``count`` more subscribed URIs fit within ``MAX_SUBSCRIBED_URIS`` (streams and legacy together)."""
+    held = server.subscriptions.uri_total + len(server.legacy.subscribed_uris)
+    if held + count > MAX_SUBSCRIBED_URIS:
+        raise InvalidParams(
+            f"Too many subscribed resource URIs: the server holds at most {MAX_SUBSCRIBED_URIS} across all "
+            f"subscriptions, {held} are held and this request adds {count}; subscribe to fewer URIs or end a subscription first",
+            {"limit": MAX_SUBSCRIBED_URIS, "held": held, "requested": count},
+        )
 
 
 @dataclass
@@ -72,6 +102,16 @@ class Subscription:
     def wants_uri(self, uri: str) -> bool:
         return uri in self.honoured.get("resourceSubscriptions", ())
 
+    @property
+    def uris(self) -> list[str]:
+        """The URIs this stream holds (honoured, each once)."""
+        return self.honoured.get("resourceSubscriptions", [])
+
+    @property
+    def lists(self) -> list[str]:
+        """The list kinds whose changes this stream gets."""
+        return [kind for name, (kind, _) in LIST_CHANGED_FIELDS.items() if self.honoured.get(name)]
+
 
 class SubscriptionHub:
     """Open subscriptions, and the fan-out of change events to the ones whose filter matches."""
@@ -79,6 +119,10 @@ class SubscriptionHub:
     def __init__(self) -> None:
         self._open: dict[Any, Subscription] = {}
         self._emit: Callable[[dict[str, Any]], None] | None = None
+        # What the open streams hold, counted per stream (for WatchSet and MAX_SUBSCRIBED_URIS).
+        self._uri_refs: Counter[str] = Counter()
+        self._list_refs: Counter[str] = Counter()
+        self.uri_total = 0
 
     def bind(self, emit: Callable[[dict[str, Any]], None] | None) -> None:
         """Where notifications go (the dispatcher's thread-safe emit); None while not serving."""
@@ -92,11 +136,26 @@ class SubscriptionHub:
         subscription = Subscription(request_id, honoured, asyncio.get_running_loop().create_future())
         self._send(subscription, "notifications/subscriptions/acknowledged", {"notifications": honoured})
         self._open[_key(request_id)] = subscription
+        self._uri_refs.update(subscription.uris)
+        self._list_refs.update(subscription.lists)
+        self.uri_total += len(subscription.uris)
         return subscription
 
     def discard(self, request_id: RequestId) -> None:
         """Forget a stream (its request ended or was cancelled): nothing more is sent for it."""
-        self._open.pop(_key(request_id), None)
+        subscription = self._open.pop(_key(request_id), None)
+        if subscription is not None:
+            _release(self._uri_refs, subscription.uris)
+            _release(self._list_refs, subscription.lists)
+            self.uri_total -= len(subscription.uris)
+
+    def watched_uris(self) -> frozenset[str]:
+        """Every URI some open stream is subscribed to."""
+        return frozenset(self._uri_refs)
+
+    def watched_lists(self) -> frozenset[str]:
+        """Every list kind whose changes some open stream gets."""
+        return frozenset(self._list_refs)
 
     def close_all(self) -> None:
         """Ask every open stream to end gracefully (server shutdown)."""
@@ -126,6 +185,13 @@ class SubscriptionHub:
         self._emit({"jsonrpc": "2.0", "method": method, "params": params})
 
 
+def _release(counts: Counter[str], keys: list[str]) -> None:
+    for key in keys:
+        counts[key] -= 1
+        if not counts[key]:
+            del counts[key]
+
+
 def _key(request_id: Any) -> tuple[type, Any]:
     # 1 and "1" are different request ids.
     return (type(request_id), request_id)
@@ -136,9 +202,12 @@ async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) ->
     honoured = server.honoured_filter(parse_filter(params))
     if len(server.subscriptions) >= MAX_OPEN_SUBSCRIPTIONS:
         raise InternalError(f"Too many open subscriptions (at most {MAX_OPEN_SUBSCRIPTIONS}); cancel one first")
+    check_room_for_uris(server, len(honoured.get("resourceSubscriptions", ())))
     subscription = server.subscriptions.open(ctx.request_id, honoured)
     try:
+        server._watch_changed()  # after the acknowledgement
         await subscription.closed
     finally:
         server.subscriptions.discard(ctx.request_id)
+        server._watch_changed()
     return {"_meta": {SUBSCRIPTION_ID: ctx.request_id}}

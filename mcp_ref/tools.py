@@ -240,7 +240,7 @@ def invalid_arguments_result(tool: Tool, problems: list[str]) -> dict[str, Any]:
 
 async def list_tools(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``tools/list``: one page of tools, in registration order."""
-    return page_result("tools", list(server.tools.values()), params, "tools/list", server.page_size, _published)
+    return page_result(server.signer, "tools", list(server.tools.values()), params, "tools/list", server.page_size, _published)
 
 
 def _published(tool: Tool) -> dict[str, Any]:

@@ -11,6 +11,7 @@ import pytest
 
 from mcp_ref import CacheHint, InputRequired, PromptArgument, Server, elicit_form
 from mcp_ref.pagination import encode_cursor
+from mcp_ref.sealing import Signer
 
 from .memory import modern_meta, serve
 
@@ -128,13 +129,23 @@ def raw_cursor(text: str) -> str:
     return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
 
 
+KEY = b"k" * 32  # the state key of the server under test, so the test can seal cursors too
+SIGNER = Signer(KEY)
+
+
 @pytest.mark.req("PAGE-INVALID-CURSOR-32602")
 @pytest.mark.parametrize(
     "cursor",
     [
         pytest.param("!!!not-base64!!!", id="garbage"),
         pytest.param("", id="empty-string"),
-        pytest.param(encode_cursor("prompts/list", 2), id="foreign-method"),
+        pytest.param(encode_cursor(SIGNER, "prompts/list", 2), id="foreign-method"),
+        pytest.param(encode_cursor(Signer(b"x" * 32), "tools/list", 2), id="foreign-key"),
+        pytest.param(encode_cursor(SIGNER, "tools/list", -2), id="sealed-negative-offset"),
+        pytest.param(encode_cursor(SIGNER, "tools/list", "2"), id="sealed-offset-not-a-number"),
+        pytest.param(encode_cursor(SIGNER, "tools/list", True), id="sealed-boolean-offset"),
+        pytest.param(encode_cursor(SIGNER, "tools/list", 999), id="sealed-beyond-the-end"),
+        pytest.param(raw_cursor("tools/list\n2"), id="unsealed"),
         pytest.param(raw_cursor("tools/list\n-2"), id="negative-offset"),
         pytest.param(raw_cursor("tools/list\n02"), id="tampered-leading-zero"),
         pytest.param(raw_cursor("tools/list\n+2"), id="tampered-sign"),
@@ -147,7 +158,7 @@ def raw_cursor(text: str) -> str:
     ],
 )
 async def test_invalid_cursor_is_invalid_params(cursor):
-    async with serve(populated_server(5, page_size=2)) as client:
+    async with serve(populated_server(5, page_size=2, state_key=KEY)) as client:
         error = await client.error("tools/list", {"cursor": cursor})
     assert error["code"] == -32602
     assert "cursor" in error["message"].lower()

@@ -22,6 +22,7 @@ from mcp_ref.meta import (
     parse_request_meta,
 )
 from mcp_ref.pagination import decode_cursor, encode_cursor, paginate
+from mcp_ref.sealing import Signer
 from mcp_ref.schemas import DEFAULT_DIALECT, SchemaError, check_bounds, compile_schema, dialect_of
 from mcp_ref.uritemplate import UriTemplate
 from mcp_ref.versions import (
@@ -36,52 +37,64 @@ from mcp_ref.versions import (
 # --- pagination ---------------------------------------------------------------------------------------
 
 
+SIGNER = Signer(b"k" * 32)
+
+
 @pytest.mark.req("PAGE-STABLE-CURSORS")
 @pytest.mark.parametrize("offset", [0, 1, 99, 10**9])
 def test_cursor_round_trips_to_its_offset(offset):
-    cursor = encode_cursor("tools/list", offset)
-    assert decode_cursor(cursor, "tools/list") == offset
+    cursor = encode_cursor(SIGNER, "tools/list", offset)
+    assert decode_cursor(SIGNER, cursor, "tools/list") == offset
 
 
 def test_cursor_is_opaque_url_safe_text_without_padding():
-    cursor = encode_cursor("resources/templates/list", 12345)
+    cursor = encode_cursor(SIGNER, "resources/templates/list", 12345)
     assert cursor and "=" not in cursor
     assert set(cursor) <= set("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_")
 
 
 def test_cursors_of_different_methods_differ():
-    assert encode_cursor("tools/list", 2) != encode_cursor("prompts/list", 2)
+    assert encode_cursor(SIGNER, "tools/list", 2) != encode_cursor(SIGNER, "prompts/list", 2)
 
 
 @pytest.mark.req("PAGE-INVALID-CURSOR-32602")
 @pytest.mark.parametrize(
     "cursor",
-    [None, 3, b"abc", "", "%%%", encode_cursor("prompts/list", 1), base64.urlsafe_b64encode(b"tools/list\n-1").decode()],
+    [
+        None,
+        3,
+        b"abc",
+        "",
+        "%%%",
+        encode_cursor(SIGNER, "prompts/list", 1),
+        base64.urlsafe_b64encode(b"tools/list\n-1").decode(),
+        encode_cursor(SIGNER, "tools/list", 1)[:-1],
+    ],
 )
 def test_decode_refuses_cursors_it_did_not_issue(cursor):
     with pytest.raises(errors.InvalidParams) as raised:
-        decode_cursor(cursor, "tools/list")
+        decode_cursor(SIGNER, cursor, "tools/list")
     assert raised.value.code == -32602
 
 
 def test_paginate_pages_and_chains():
     items = list("abcde")
-    page, cursor = paginate(items, {}, "m", 2)
+    page, cursor = paginate(SIGNER, items, {}, "m", 2)
     assert list(page) == ["a", "b"]
-    page, cursor = paginate(items, {"cursor": cursor}, "m", 2)
+    page, cursor = paginate(SIGNER, items, {"cursor": cursor}, "m", 2)
     assert list(page) == ["c", "d"]
-    page, cursor = paginate(items, {"cursor": cursor}, "m", 2)
+    page, cursor = paginate(SIGNER, items, {"cursor": cursor}, "m", 2)
     assert (list(page), cursor) == (["e"], None)
 
 
 def test_paginate_accepts_a_cursor_at_the_exact_end_as_an_empty_page():
-    page, cursor = paginate([1, 2], {"cursor": encode_cursor("m", 2)}, "m", 5)
+    page, cursor = paginate(SIGNER, [1, 2], {"cursor": encode_cursor(SIGNER, "m", 2)}, "m", 5)
     assert (list(page), cursor) == ([], None)
 
 
 def test_paginate_refuses_a_cursor_beyond_the_end():
     with pytest.raises(errors.InvalidParams, match="changed"):
-        paginate([1, 2], {"cursor": encode_cursor("m", 3)}, "m", 5)
+        paginate(SIGNER, [1, 2], {"cursor": encode_cursor(SIGNER, "m", 3)}, "m", 5)
 
 
 # --- caching --------------------------------------------------------------------------------------------
