@@ -7,12 +7,14 @@ Spec: server/resources (2026-07-28); URIs follow RFC 8089 (the ``file`` scheme).
 * ``resources/list`` pages through every regular file under every root, depth first and sorted by
   name. Each page resumes the walk just after the last file of the previous page (the position is
   that file's root index and components), so a page costs the entries it shows plus one
-  directory listing per level, and walking every page costs O(total). Files whose names are not
-  UTF-8 are left out (they have no URI a client could send back).
+  directory listing per level, and walking every page costs O(total). Files with a name on their
+  path that is not UTF-8 are left out (they have no URI a client could send back). A file is
+  listed once even when roots nest: under the root its URI belongs to (the innermost one).
 * ``resources/templates/list`` offers ``file:///{+path}``, so a client can address any file.
 * ``resources/read``: UTF-8 text becomes ``text``; anything else a base64 ``blob`` with its sniffed
   MIME type; a directory becomes its listing (``inode/directory``, one ``[FILE] name`` /
-  ``[DIR] name`` line per entry). A URI that does not parse, lies outside the roots, does not
+  ``[DIR] name`` line per entry, then a ``[Truncated: ...]`` line if there are more than
+  ``--max-entries``). A URI that does not parse, lies outside the roots, does not
   exist or names a FIFO, socket or device is -32602 with ``data.uri`` (the library's
   ``ResourceNotFound``), and the answer is the same whether or not something exists outside.
   The caching hint is ``private`` (these are the user's files) with a short ``ttlMs``.
@@ -31,7 +33,7 @@ from urllib.parse import quote, unquote
 from mcp_ref import CacheHint, InvalidParams, Resource, ResourceNotFound, blob_resource
 
 from . import content
-from .root import FsError, Location
+from .root import FsError, Location, Root
 
 if TYPE_CHECKING:
     from mcp_ref import RequestContext, Server
@@ -104,7 +106,10 @@ class FsResources:
         items: list[Resource | dict[str, Any]] = []
         while root_index < len(self.sandbox.roots):
             start = self.sandbox.root_location(root_index)
-            walk = self.sandbox.walk(start, after=after)
+            if not self._owns(start.root, ()):  # the same directory as an earlier root: listed there
+                root_index, after = root_index + 1, None
+                continue
+            walk = self.sandbox.walk(start, after=after, descend=lambda components, root=start.root: self._owns(root, components))
             try:
                 for components, entry in walk:
                     if entry.kind != "file" or entry.label != entry.name:
@@ -125,6 +130,16 @@ class FsResources:
             root_index, after = root_index + 1, None
         return items, None
 
+    def _owns(self, root: Root, components: tuple[str, ...]) -> bool:
+        """Is this directory listed under ``root``? Not when its path is another root's (nested
+        roots: a file is listed once, under the root that ``Sandbox.locate`` gives its URI), nor
+        when a name on the way is not UTF-8 (no file below it has a URI a client could send)."""
+        path = root.display.rstrip("/") + "/" + "/".join(components) if components else root.display
+        try:
+            return self.sandbox.locate(path).root is root
+        except FsError:  # InvalidPath: a name that is not UTF-8
+            return False
+
     # --- reading --------------------------------------------------------------------------------------
 
     def _locate(self, uri: str) -> str:
@@ -140,7 +155,10 @@ class FsResources:
             if stat.S_ISDIR(info.st_mode):
                 _location, entries = self.sandbox.list_directory(path)
                 tags = {"file": "[FILE]", "directory": "[DIR]", "symlink": "[LINK]", "other": "[OTHER]"}
-                listing = "".join(f"{tags[e.kind]} {e.label}\n" for e in entries[: self.config.max_entries])
+                limit = self.config.max_entries
+                listing = "".join(f"{tags[e.kind]} {e.label}\n" for e in entries[:limit])
+                if len(entries) > limit:  # said, as the listing tools say it, never cut silently
+                    listing += f"[Truncated: showing {limit} of {len(entries)} entries (--max-entries).]\n"
                 return [{"uri": uri, "mimeType": DIRECTORY_MIME, "text": listing}]
             with self.sandbox.open_file(path) as opened:
                 size = opened.info.st_size
