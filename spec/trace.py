@@ -39,7 +39,7 @@ TESTS_DIR = REPO_ROOT / "tests"
 # Areas of requirement ids (spec/README.md explains each one).
 AREAS = (
     "STDIO", "BASE", "META", "VER", "DISC", "CANCEL", "PROG", "PAGE", "CACHE", "TOOLS", "RES",
-    "PROMPT", "COMPL", "LOG", "MRTR", "SUB", "ELIC", "SAMP", "ROOTS", "LEGACY",
+    "PROMPT", "COMPL", "LOG", "MRTR", "SUB", "ELIC", "SAMP", "ROOTS", "LEGACY", "FS",
 )  # fmt: skip
 # AREA-SHORT-NAME: an area, then one or more uppercase/digit words joined by hyphens.
 ID_PATTERN = re.compile(r"(?:%s)(?:-[A-Z0-9]+)+" % "|".join(AREAS))
@@ -54,6 +54,8 @@ FIELDS = ("keyword", "statement", "section", "applies", "status", "see", "same-a
 REQUIRED_FIELDS = ("keyword", "statement", "section", "tests")
 NO_TESTS = "(none)"
 SPEC_SITE = "https://modelcontextprotocol.io/specification/"
+# A file of project rules (not from the MCP spec) names one of our docs pages instead of a spec page.
+PROJECT_PAGE = re.compile(r"docs/[a-z0-9-]+\.md")
 ANCHOR = re.compile(r"[a-z0-9-]+")
 
 _RECORD_HEADING = re.compile(r"### (\S+)\s*$")
@@ -178,8 +180,10 @@ def parse_file(path: Path, root: Path = REPO_ROOT) -> tuple[SpecFile, list[str]]
                 current.tests_line = index
     if not title:
         problems.append(f"{name}: no '# Title' line before the first record")
-    if not url.startswith(SPEC_SITE) or "#" in url:
-        problems.append(f"{name}: the header needs '- url: {SPEC_SITE}<revision>/<page>' (no anchor)")
+    if not (url.startswith(SPEC_SITE) or PROJECT_PAGE.fullmatch(url)) or "#" in url:
+        problems.append(
+            f"{name}: the header needs '- url: {SPEC_SITE}<revision>/<page>', or 'docs/<page>.md' for project rules (no anchor)"
+        )
     for record in records:
         problems.extend(_record_problems(record, url, name))
     return SpecFile(path, title, url, lines, records), problems
@@ -209,7 +213,9 @@ def _record_problems(record: Record, page_url: str, name: str) -> list[str]:
     section = record.fields.get("section", "")
     if section and page_url:
         base, _, anchor = section.partition("#")
-        if base != page_url or ("#" in section and not ANCHOR.fullmatch(anchor)):
+        # A project rule that restates the spec (a MUST of its security considerations) cites the spec page.
+        cites_spec = PROJECT_PAGE.fullmatch(page_url) is not None and base.startswith(SPEC_SITE)
+        if (base != page_url and not cites_spec) or ("#" in section and not ANCHOR.fullmatch(anchor)):
             problems.append(f"{where}: record {record.id} section must be {page_url} or {page_url}#<anchor>, got {section}")
     if "untestable" in record.fields and record.applies == "client":
         problems.append(f"{where}: record {record.id} applies to the client and needs no test; drop 'untestable:'")

@@ -66,7 +66,8 @@ class Openat2Mechanism:
         try:
             return self._openat2(root_fd, os.fsencode("/".join(parts))), tuple(parts)
         except OSError as error:
-            if error.errno not in (errno.EXDEV, errno.ELOOP, errno.EAGAIN):
+            # ENAMETOOLONG: the joined path may exceed PATH_MAX where each component, walked alone, does not.
+            if error.errno not in (errno.EXDEV, errno.ELOOP, errno.EAGAIN, errno.ENAMETOOLONG):
                 raise
         return self._walk.open_dir(root_fd, parts, follow)
 

@@ -45,8 +45,8 @@ Policies (documented in docs and tested):
 
 from __future__ import annotations
 
-import ctypes
 import errno
+import functools
 import os
 import posixpath
 import secrets
@@ -225,8 +225,15 @@ class Sandbox:
         if not roots:
             raise ValueError("a sandbox needs at least one root")
         self.roots = tuple(roots)
-        self.mechanism = mechanism or choose_mechanism()
+        self._mechanism = mechanism
         self._walk = WalkMechanism()
+
+    @property
+    def mechanism(self) -> WalkMechanism:
+        """How directories are opened beneath a root; chosen on first use (probing costs start-up time)."""
+        if self._mechanism is None:
+            self._mechanism = choose_mechanism()
+        return self._mechanism
 
     @classmethod
     def open(cls, paths: Sequence[str], mechanism: WalkMechanism | None = None) -> Sandbox:
@@ -482,7 +489,7 @@ class Sandbox:
                     yield components, Entry(item.name, kind, info.st_size, info.st_mtime)
                 if kind != "directory" or len(components) >= MAX_WALK_DEPTH:
                     continue
-                if descend is not None and not inside_resume_path and not descend(components):
+                if descend is not None and not descend(components):  # also on the resume path, as in the full walk
                     continue
                 try:
                     child_fd = os.open(item.name, _DIR_FLAGS, dir_fd=dir_fd)
@@ -747,20 +754,29 @@ class AtomicReplace:
 # --- rename without replacing ---------------------------------------------------------------------
 
 _RENAME_NOREPLACE = 1
-_renameat2: Callable[..., int] | None = None
-try:  # glibc 2.28+
-    _libc = ctypes.CDLL(None, use_errno=True)
-    _renameat2 = _libc.renameat2
-    _renameat2.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
-    _renameat2.restype = ctypes.c_int
-except (OSError, AttributeError):
-    _renameat2 = None
+
+
+@functools.lru_cache(maxsize=None)
+def _renameat2() -> Callable[..., int] | None:
+    """glibc's ``renameat2`` (2.28 and later), looked up on first use; None where absent."""
+    import ctypes
+
+    try:
+        function = ctypes.CDLL(None, use_errno=True).renameat2
+    except (OSError, AttributeError):
+        return None
+    function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
+    function.restype = ctypes.c_int
+    return function
 
 
 def _rename_no_replace(from_fd: int, from_name: str, to_fd: int, to_name: str, info: os.stat_result) -> None:
     """Atomically rename unless the destination exists (``EEXIST`` then)."""
-    if _renameat2 is not None:
-        if _renameat2(from_fd, os.fsencode(from_name), to_fd, os.fsencode(to_name), _RENAME_NOREPLACE) == 0:
+    renameat2 = _renameat2()
+    if renameat2 is not None:
+        import ctypes
+
+        if renameat2(from_fd, os.fsencode(from_name), to_fd, os.fsencode(to_name), _RENAME_NOREPLACE) == 0:
             return
         code = ctypes.get_errno()
         if code not in (errno.EINVAL, errno.ENOSYS):  # EINVAL: the file system lacks the flag
