@@ -16,7 +16,7 @@ import stat
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from mcp_ref import ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
+from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
 
 from . import content
 from .offload import IN_LOOP_READ_BYTES, Stop, Stopped, off_loop
@@ -161,7 +161,8 @@ class FsTools:
         self._tool(
             "directory_tree", "Directory Tree",
             "A recursive tree of a directory as JSON: each entry has name and type (file, directory or symlink), and "
-            "directories have children. Exclude names or globs with excludePatterns and limit the depth with maxDepth; "
+            "directories have children (left out where maxDepth stopped the descent). Exclude names or globs with "
+            "excludePatterns and limit the depth with maxDepth; "
             "big trees are cut at the entry limit with a note. Linked directories are not entered. "
             "Only works within allowed directories.",
             _schema({"path": PATH,
@@ -261,8 +262,15 @@ class FsTools:
             self._refuse_binary(opened, opened.read_at(0, SNIFF_BYTES))
             notes: list[str] = []
             if tail is not None:
-                data = await off_loop(lambda stop: content.tail_lines(opened.read_at, size, tail)) if size > IN_LOOP_READ_BYTES \
-                    else content.tail_lines(opened.read_at, size, tail)
+                # Only the last cap + 1 bytes can be shown: read no further back than that, so a
+                # huge tail of a huge file costs one bounded read (more lines than fit: truncated).
+                window = min(size, cap + 1)
+                base = size - window
+
+                def read_tail(_stop: Stop | None = None) -> bytes:
+                    return content.tail_lines(lambda at, length: opened.read_at(base + at, length), window, tail)
+
+                data = await off_loop(read_tail) if window > IN_LOOP_READ_BYTES else read_tail()
             elif head is not None:
                 data, _more = content.head_lines(_chunks(opened, cap + 1), head)
             elif offset is not None or limit is not None:
@@ -271,11 +279,12 @@ class FsTools:
                 data = await self._read(opened, min(size, cap + 1) if size else cap + 1)
             truncated = len(data) > cap
             if truncated:
-                cut = data.rfind(b"\n", 0, cap) + 1 or cap
-                data = data[:cut]
+                data = _last_bytes(data, cap) if tail is not None else _first_bytes(data, cap)
+                windowed = any(arguments.get(key) is not None for key in ("head", "tail", "offset", "limit"))
                 notes.append(
-                    f"[Truncated: showing the first {len(data)} bytes of {'the requested lines' if head or offset or limit else 'the file'}; "
-                    f"the file has {size} bytes. Read further with offset/limit (lines), or head/tail.]"
+                    f"[Truncated: showing the {'last' if tail is not None else 'first'} {len(data)} bytes of "
+                    f"{'the requested lines' if windowed else 'the file'}; the file has {size} bytes. "
+                    f"Read further with offset/limit (lines), or head/tail.]"
                 )
             body = self._decode(opened, content.split_bom(data)[1])
         return body, notes, {"truncated": truncated, "totalBytes": size}
@@ -337,7 +346,7 @@ class FsTools:
         return replacement.location
 
     async def write_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        await self._replace(arguments["path"], arguments["content"].encode("utf-8"))
+        await self._replace(arguments["path"], _utf8(arguments["content"], "content"))
         return _result(f"Successfully wrote to {arguments['path']}")
 
     async def edit_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
@@ -353,6 +362,9 @@ class FsTools:
             original = self._decode(opened, body)
             display = opened.location.display
         edits = [(edit["oldText"], edit["newText"]) for edit in arguments["edits"]]
+        for number, (old_text, new_text) in enumerate(edits, 1):
+            _utf8(old_text, f"oldText of edit {number}")
+            _utf8(new_text, f"newText of edit {number}")
         try:
             changed = content.apply_edits(original, edits)
         except content.EditError as error:
@@ -383,26 +395,38 @@ class FsTools:
         location = self.sandbox.locate(path)
         if identity is None:
             raise ToolError(f"No such file or directory: {location.display}")
-        # On the retry, delete only the very entry the user saw: its identity travels in the
-        # sealed requestState, so a replaced file (or a tampered state) deletes nothing.
-        confirmed = ctx.state.get("identity") if isinstance(ctx.state, dict) else None
+        if identity[2] == "directory" and self._has_entries(path):
+            # Asking the user to confirm what cannot be done would only waste their attention.
+            raise ToolError(f"{location.display} is a directory that is not empty; only empty ones are deleted")
         what = {"file": "the file", "directory": "the empty directory", "symlink": "the link"}.get(identity[2], "the entry")
-        answer = ctx.ask(
-            "confirm_delete",
-            elicit_form(
-                f"Delete {what} {location.display}? This cannot be undone.",
-                {"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Delete it",
-                                                              "description": f"Delete {location.display}"}},
-                 "required": ["confirm"]},
-            ),
-            state={"identity": list(identity)},
+        form = elicit_form(
+            f"Delete {what} {location.display}? This cannot be undone.",
+            {"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Delete it",
+                                                          "description": f"Delete {location.display}"}},
+             "required": ["confirm"]},
         )
+        state = {"identity": list(identity)}
+        # Delete only the very entry the user was shown: its identity travels in the sealed
+        # requestState, so a replaced file (or a tampered state) deletes nothing. An answer that
+        # comes without that state answers no question of ours (the client skipped the first
+        # round): it is ignored and the question asked.
+        confirmed = ctx.state.get("identity") if isinstance(ctx.state, dict) else None
+        if confirmed is None:
+            raise InputRequired({"confirm_delete": form}, state=state)
+        answer = ctx.ask("confirm_delete", form, state=state)
         if answer.get("action") != "accept" or not (answer.get("content") or {}).get("confirm"):
             verdict = {"decline": "declined", "cancel": "cancelled"}.get(answer.get("action", ""), "did not confirm")
             return _result(f"Not deleted: the user {verdict} deleting {location.display}.", deleted=False)
-        expect = tuple(confirmed) if confirmed is not None else identity
-        self.sandbox.delete(path, expect=expect)  # type: ignore[arg-type]
+        self.sandbox.delete(path, expect=tuple(confirmed))  # type: ignore[arg-type]
         return _result(f"Successfully deleted {location.display}", deleted=True)
+
+    def _has_entries(self, path: str) -> bool:
+        _location, fd = self.sandbox.open_directory(path)
+        try:
+            with os.scandir(fd) as scan:
+                return next(scan, None) is not None
+        finally:
+            os.close(fd)
 
     # --- listing ----------------------------------------------------------------------------------
 
@@ -455,7 +479,8 @@ class FsTools:
                     if count >= cap:
                         return top, count, True
                     node: dict[str, Any] = {"name": entry.label, "type": _TREE_TYPE[entry.kind]}
-                    if entry.kind == "directory":
+                    if entry.kind == "directory" and (max_depth is None or len(components) < max_depth):
+                        # A directory maxDepth keeps us out of gets no children list: [] would say "empty".
                         node["children"] = children[components] = []
                     children[components[:-1]].append(node)
                     count += 1
@@ -548,19 +573,28 @@ class FsTools:
                         continue
                     files += 1
                     try:
+                        if len(matches) >= cap:
+                            # Full: only learn whether anything was left out (so exactly cap matches
+                            # are not reported as cut), then stop at the first further match.
+                            if grep.search_lines(data, context=0, max_matches=1, deadline=deadline).matches:
+                                return matches, lines, files, True
+                            continue
                         result = grep.search_lines(data, context=context_lines, max_matches=cap - len(matches), deadline=deadline)
                     except GrepTimeout:
                         return matches, lines, files, True
                     shown = _join(location, components)
+                    last_shown = None  # the last line of this file already printed
                     for match in result.matches:
-                        if lines and context_lines:
-                            lines.append("--")
                         first = match.line_number - len(match.before)
+                        # "--" between groups, as grep -C prints it: not between touching ones.
+                        if lines and context_lines and (last_shown is None or first > last_shown + 1):
+                            lines.append("--")
                         lines += [f"{shown}-{first + i}- {line}" for i, line in enumerate(match.before)]
                         lines.append(f"{shown}:{match.line_number}: {match.line}")
                         lines += [f"{shown}-{match.line_number + 1 + i}- {line}" for i, line in enumerate(match.after)]
+                        last_shown = match.line_number + len(match.after)
                         matches.append({"path": shown, "line": match.line_number, "text": match.line})
-                    if len(matches) >= cap:
+                    if result.truncated:
                         return matches, lines, files, True
                     if files % 100 == 0:
                         ctx.report_progress(files)
@@ -588,7 +622,7 @@ class FsTools:
             "accessed": _iso(info.st_atime),
             "isDirectory": kind == "directory",
             "isFile": kind == "file",
-            "permissions": format(stat.S_IMODE(info.st_mode), "o")[-3:],
+            "permissions": format(stat.S_IMODE(info.st_mode) & 0o777, "03o"),
         }
         body = "\n".join(f"{key}: {str(value).lower() if isinstance(value, bool) else value}" for key, value in fields.items())
         return _result(body, size=info.st_size, type=kind)
@@ -637,6 +671,41 @@ def _excludes(patterns: list[str]) -> Any:
         return compile_excludes(patterns)
     except ValueError as error:
         raise ToolError(f"Invalid exclude pattern: {error}") from None
+
+
+def _utf8(value: str, what: str) -> bytes:
+    """``value`` as UTF-8, or a tool error when it holds a lone surrogate (JSON's ``\\ud800``
+    escapes allow one; no UTF-8 file can store it)."""
+    try:
+        return value.encode("utf-8")
+    except UnicodeEncodeError as error:
+        raise ToolError(
+            f"{what} is not valid Unicode: it holds a lone surrogate (U+{ord(value[error.start]):04X}) at character "
+            f"{error.start}, which a UTF-8 file cannot store"
+        ) from None
+
+
+def _first_bytes(data: bytes, cap: int) -> bytes:
+    """At most ``cap`` bytes from the start of ``data``: whole lines when a line ends within them,
+    else cut between two characters, never inside a UTF-8 sequence."""
+    cut = data.rfind(b"\n", 0, cap) + 1
+    if not cut:
+        cut = cap
+        while cut > 0 and data[cut] & 0xC0 == 0x80:  # a continuation byte: the cut would split a character
+            cut -= 1
+    return data[:cut]
+
+
+def _last_bytes(data: bytes, cap: int) -> bytes:
+    """At most ``cap`` bytes from the end of ``data``: whole lines when one starts within them,
+    else cut between two characters, never inside a UTF-8 sequence."""
+    start = len(data) - cap
+    newline = data.find(b"\n", start - 1)  # the first line starting at or after ``start``
+    if 0 <= newline < len(data) - 1:
+        return data[newline + 1:]
+    while start < len(data) and data[start] & 0xC0 == 0x80:
+        start += 1
+    return data[start:]
 
 
 def _chunks(opened: OpenFile, limit: int) -> Iterator[bytes]:
