@@ -13,7 +13,10 @@ import asyncio
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Callable, TypeVar
+from typing import TYPE_CHECKING, Callable, TypeVar
+
+if TYPE_CHECKING:
+    from .root import AtomicReplace, OpenFile
 
 T = TypeVar("T")
 
@@ -68,3 +71,26 @@ async def off_loop(work: Callable[[Stop], T], *, seconds: float | None = None) -
     except asyncio.CancelledError:
         stop.set()  # the thread notices at its next check and returns; nothing waits for it
         raise
+
+
+async def read_start(opened: OpenFile, length: int) -> bytes:
+    """Up to ``length`` bytes from the start of an open file: on the loop when small, else in a
+    thread through aiofiles (imported on first use, so cold start does not pay for it)."""
+    if length <= IN_LOOP_READ_BYTES:
+        return opened.read_at(0, length)
+    import aiofiles
+
+    async with aiofiles.open(opened.fd, "rb", closefd=False) as stream:
+        await stream.seek(0)
+        return await stream.read(length)
+
+
+async def write_all(replacement: AtomicReplace, data: bytes) -> None:
+    """Write ``data`` to an atomic replacement's temporary file, in a thread when large."""
+    if len(data) <= IN_LOOP_READ_BYTES:
+        replacement.write(data)
+        return
+    import aiofiles
+
+    async with aiofiles.open(replacement.fd, "wb", closefd=False) as stream:
+        await stream.write(data)

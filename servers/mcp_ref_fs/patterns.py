@@ -203,7 +203,7 @@ def _expand_braces(pattern: str) -> list[str]:
         opened, closed, commas = group
         head, tail = current[:opened], current[closed + 1 :]
         cuts = [opened, *commas, closed]
-        options = [head + current[a + 1 : b] + tail for a, b in zip(cuts, cuts[1:])]
+        options = [head + current[a + 1 : b] + tail for a, b in zip(cuts, cuts[1:], strict=False)]
         pending.extend(reversed(options))  # a stack: reversed keeps left-to-right order
         if len(done) + len(pending) > MAX_BRACE_ALTERNATIVES:
             raise ValueError(f"glob {_shown(pattern)} expands to more than {MAX_BRACE_ALTERNATIVES} brace alternatives")

@@ -25,7 +25,6 @@ Spec: server/resources (2026-07-28); URIs follow RFC 8089 (the ``file`` scheme).
 
 from __future__ import annotations
 
-import os
 import stat
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
@@ -33,6 +32,7 @@ from urllib.parse import quote, unquote
 from mcp_ref import CacheHint, InvalidParams, Resource, ResourceNotFound, blob_resource
 
 from . import content
+from .offload import read_start
 from .root import FsError, Location, Root
 
 if TYPE_CHECKING:
@@ -166,7 +166,7 @@ class FsResources:
                     raise InvalidParams(
                         f"Resource too large: {size} bytes, over this server's limit of {self.config.max_media_bytes} "
                         "(--max-media-bytes)", {"uri": uri})
-                data = opened.read_at(0, size) if size <= 65536 else await _read_all(opened, size)
+                data = await read_start(opened, size)
         except FsError:
             raise ResourceNotFound(uri) from None
         name = location.parts[-1] if location.parts else ""
@@ -177,12 +177,3 @@ class FsResources:
             except content.NotText:
                 pass
         return [blob_resource(uri, data, mime)]
-
-
-async def _read_all(opened: Any, size: int) -> bytes:
-    import aiofiles
-
-    async with aiofiles.open(opened.fd, "rb", closefd=False) as stream:
-        data = await stream.read(size)
-    os.lseek(opened.fd, 0, os.SEEK_SET)
-    return data

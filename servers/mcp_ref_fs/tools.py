@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
 
 from . import content
-from .offload import IN_LOOP_READ_BYTES, Stop, Stopped, off_loop
+from .offload import IN_LOOP_READ_BYTES, Stop, Stopped, off_loop, read_start, write_all
 from .patterns import GrepTimeout, compile_excludes, compile_glob, compile_grep
 from .resources import location_uri
 from .root import Entry, FsError, Location, OpenFile
@@ -228,15 +228,6 @@ class FsTools:
 
     # --- reading ----------------------------------------------------------------------------------
 
-    async def _read(self, opened: OpenFile, length: int) -> bytes:
-        """``length`` bytes from the start; on the loop when small, else in a thread (aiofiles)."""
-        if length <= IN_LOOP_READ_BYTES:
-            return opened.read_at(0, length)
-        import aiofiles  # lazily: cold start pays for nothing it does not use
-
-        async with aiofiles.open(opened.fd, "rb", closefd=False) as stream:
-            return await stream.read(length)
-
     def _refuse_binary(self, opened: OpenFile, sample: bytes) -> None:
         if content.looks_binary(sample[:SNIFF_BYTES]):
             mime = content.sniff_mime(sample[:SNIFF_BYTES], opened.location.parts[-1] if opened.location.parts else "")
@@ -276,7 +267,7 @@ class FsTools:
             elif offset is not None or limit is not None:
                 data = await off_loop(lambda stop: _line_window(opened, offset or 0, limit, cap + 1, stop))
             else:
-                data = await self._read(opened, min(size, cap + 1) if size else cap + 1)
+                data = await read_start(opened, min(size, cap + 1) if size else cap + 1)
             truncated = len(data) > cap
             if truncated:
                 data = _last_bytes(data, cap) if tail is not None else _first_bytes(data, cap)
@@ -301,7 +292,7 @@ class FsTools:
                     f"{opened.location.display} has {size} bytes, more than this server's media limit of "
                     f"{self.config.max_media_bytes} bytes (--max-media-bytes)"
                 )
-            data = await self._read(opened, size)
+            data = await read_start(opened, size)
             name = opened.location.parts[-1] if opened.location.parts else ""
             mime = content.sniff_mime(data[:SNIFF_BYTES], name)
             if mime.startswith("image/"):
@@ -335,13 +326,7 @@ class FsTools:
 
     async def _replace(self, path: str, data: bytes) -> Location:
         with self.sandbox.replace_file(path) as replacement:
-            if len(data) <= IN_LOOP_READ_BYTES:
-                replacement.write(data)
-            else:
-                import aiofiles
-
-                async with aiofiles.open(replacement.fd, "wb", closefd=False) as stream:
-                    await stream.write(data)
+            await write_all(replacement, data)
             replacement.commit()
         return replacement.location
 
@@ -356,7 +341,7 @@ class FsTools:
             if size > self.config.max_media_bytes:
                 raise ToolError(f"{opened.location.display} has {size} bytes; edit_file handles files up to "
                                 f"{self.config.max_media_bytes} bytes")
-            raw = await self._read(opened, size)
+            raw = await read_start(opened, size)
             self._refuse_binary(opened, raw[:SNIFF_BYTES])
             bom, body = content.split_bom(raw)
             original = self._decode(opened, body)
@@ -508,7 +493,7 @@ class FsTools:
             walk = self.sandbox.walk(location, descend=lambda c: not excludes.excluded("/".join(c))
                                      and glob.could_match_below("/".join(c)))
             try:
-                for components, entry in walk:
+                for components, _entry in walk:
                     seen += 1
                     if stop():
                         if stop.timed_out:
