@@ -227,6 +227,7 @@ class Sandbox:
         self.roots = tuple(roots)
         self._mechanism = mechanism
         self._walk = WalkMechanism()
+        self._closed = False
 
     @property
     def mechanism(self) -> WalkMechanism:
@@ -256,7 +257,11 @@ class Sandbox:
         return cls(roots, mechanism)
 
     def close(self) -> None:
-        """Close the roots' descriptors (the sandbox is unusable afterwards)."""
+        """Close the roots' descriptors (the sandbox is unusable afterwards). Closing again does
+        nothing: the numbers may belong to other files by then."""
+        if self._closed:
+            return
+        self._closed = True
         for root in self.roots:
             try:
                 os.close(root.fd)

@@ -308,8 +308,6 @@ class FsTools:
         parts = []
         budget = self.config.max_read_bytes * 4  # the whole answer, however many files
         for index, path in enumerate(paths):
-            if ctx.cancelled:
-                raise Stopped()
             try:
                 body, notes, _ = await self._text_of(path, {})
                 if len(body) > budget:
@@ -458,6 +456,8 @@ class FsTools:
             try:
                 for components, entry in walk:
                     if stop():
+                        if stop.timed_out:
+                            return top, count, True
                         raise Stopped()
                     if excludes.excluded("/".join(components)):
                         continue
@@ -476,8 +476,8 @@ class FsTools:
             return top, count, False
 
         tree, count, truncated = await off_loop(build, seconds=self.config.search_seconds)
-        notes = [f"[Truncated: the tree stops after {cap} entries (--max-entries); use maxDepth, excludePatterns or a "
-                 f"subdirectory.]"] if truncated else []
+        notes = [f"[Truncated: the tree stops after {count} entries (the --max-entries limit of {cap} or the "
+                 f"{self.config.search_seconds:g} s time limit); use maxDepth, excludePatterns or a subdirectory.]"] if truncated else []
         return _result(json.dumps(tree, indent=2, ensure_ascii=False), notes, truncated=truncated, entries=count)
 
     async def search_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
@@ -499,14 +499,14 @@ class FsTools:
                         if stop.timed_out:
                             return found, True
                         raise Stopped()
+                    if seen % 1000 == 0:  # every entry walked counts, matching or not
+                        ctx.report_progress(seen)
                     relative = "/".join(components)
                     if excludes.excluded(relative) or not glob.matches(relative):
                         continue
                     if len(found) >= cap:
                         return found, True
                     found.append(_join(location, components))
-                    if seen % 1000 == 0:
-                        ctx.report_progress(seen)
             finally:
                 walk.close()
             return found, False
