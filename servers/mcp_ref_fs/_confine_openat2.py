@@ -1,16 +1,12 @@
 """Confinement mechanism: Linux ``openat2(2)`` with ``RESOLVE_BENEATH`` (kernel 5.6 and later).
 
 The kernel resolves the whole path in one system call and refuses, atomically, any resolution
-that would leave the directory it starts from: ``..`` above it, an absolute path, an absolute
-link, or a relative link that climbs out all fail with ``EXDEV``. ``RESOLVE_NO_MAGICLINKS``
-also refuses ``/proc/<pid>/fd``-style links. Relative links that stay inside are followed by the
-kernel itself.
-
-What the kernel refuses is not always an escape: a link written as an absolute path that points
-back inside the same root (``/home/me/proj/docs -> /home/me/proj/site/docs``) is refused too. So
-on ``EXDEV`` or ``ELOOP`` this mechanism hands the path to the portable walk
-(:mod:`mcp_ref_fs._confine_walk`), which applies the root's link policy component by component.
-Every path the kernel accepts is inside the root; every path it refuses gets a second, exact look.
+that would leave the directory it starts from: ``..`` above it, an absolute path, or a link.
+It is asked to follow no links at all (``RESOLVE_NO_SYMLINKS``, ``RESOLVE_NO_MAGICLINKS``):
+the common path, with no link on it, costs one system call, and a path that meets a link
+(``ELOOP``) or anything else the kernel refuses (``EXDEV``) is handed to the portable walk
+(:mod:`mcp_ref_fs._confine_walk`), which applies the root's link policy component by
+component. So links mean the same thing whichever mechanism runs: one rule, in one place.
 
 ``available()`` probes once whether the system call exists and is permitted (containers with
 seccomp filters may answer ``ENOSYS`` or ``EPERM``); the root falls back to the walk otherwise.
@@ -28,6 +24,7 @@ from ._confine_walk import FollowLink, WalkMechanism, reopen
 
 # include/uapi/linux/openat2.h
 RESOLVE_NO_MAGICLINKS = 0x02
+RESOLVE_NO_SYMLINKS = 0x04
 RESOLVE_BENEATH = 0x08
 # The syscall number is the same on every architecture that got openat2 after the unified table.
 _SYS_OPENAT2 = {"x86_64": 437, "aarch64": 437, "armv7l": 437, "ppc64le": 437, "s390x": 437, "riscv64": 437, "i686": 437}
@@ -48,7 +45,7 @@ class Openat2Mechanism:
         self._syscall = self._libc.syscall
         self._syscall.restype = ctypes.c_long
         self._number = _SYS_OPENAT2[platform.machine()]
-        self._how = _OpenHow(_DIR_FLAGS, 0, RESOLVE_BENEATH | RESOLVE_NO_MAGICLINKS)
+        self._how = _OpenHow(_DIR_FLAGS, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
         self._walk = WalkMechanism()
 
     def _openat2(self, dir_fd: int, path: bytes) -> int:
@@ -59,8 +56,8 @@ class Openat2Mechanism:
         return fd
 
     def open_dir(self, root_fd: int, parts: Sequence[str], follow: FollowLink) -> tuple[int, tuple[str, ...]]:
-        """As :meth:`WalkMechanism.open_dir`, except that when the kernel resolved the path the
-        components are reported as given (they may name in-root links it followed)."""
+        """As :meth:`WalkMechanism.open_dir`. When the kernel resolved the path there was no link
+        on it, so the components are reported as given."""
         if not parts:
             return reopen(root_fd), ()
         try:

@@ -692,12 +692,31 @@ def unified_diff(old: str, new: str, path: str) -> str:
     new_lines = _split_lines(new.replace("\r\n", "\n"))
     if old_lines == new_lines:
         return ""
+    # difflib's matcher is quadratic on files of many equal lines, so it sees only the part that
+    # differs: the common head and tail (minus the context lines) are cut first, in linear time,
+    # and the hunk line numbers are shifted back afterwards.
+    head = 0
+    limit = min(len(old_lines), len(new_lines))
+    while head < limit and old_lines[head] == new_lines[head]:
+        head += 1
+    tail = 0
+    while tail < limit - head and old_lines[-1 - tail] == new_lines[-1 - tail]:
+        tail += 1
+    skip = max(head - 3, 0)
+    keep_tail = max(tail - 3, 0)
+    old_part = old_lines[skip : len(old_lines) - keep_tail]
+    new_part = new_lines[skip : len(new_lines) - keep_tail]
     out = [f"Index: {path}\n", "=" * 67 + "\n"]
     import difflib
 
-    for line in difflib.unified_diff(old_lines, new_lines, path, path, "original", "modified", n=3):
+    for line in difflib.unified_diff(old_part, new_part, path, path, "original", "modified", n=3):
+        if skip and line.startswith("@@"):
+            line = _HUNK_NUMBERS.sub(lambda m: f"{m[1]}{int(m[2]) + skip}", line)
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
+
+
+_HUNK_NUMBERS = re.compile(r"([-+])(\d+)")
 
 
 _HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")

@@ -426,16 +426,22 @@ def compile_excludes(patterns: list[str]) -> Excludes:
     Empty strings are ignored; other invalid patterns raise ``ValueError`` as in ``compile_glob``.
     """
     globs = []
+    alternatives = 0
     for pattern in patterns:
         if not pattern:
             continue
         if "*" in pattern:
             globs.append(compile_glob(pattern))
-            continue
-        rest, anchored = _strip_root(pattern)
-        if not rest:
-            raise ValueError(f"exclude pattern {_shown(pattern)} names no path")
-        globs.append(compile_glob(f"{rest}/**" if anchored else f"**/{rest}/**"))
+        else:
+            rest, anchored = _strip_root(pattern)
+            if not rest:
+                raise ValueError(f"exclude pattern {_shown(pattern)} names no path")
+            globs.append(compile_glob(f"{rest}/**" if anchored else f"**/{rest}/**"))
+        # One budget for the whole list: many patterns of many braces each would otherwise
+        # multiply the compile work a single request can ask for.
+        alternatives += len(globs[-1]._alternatives)
+        if alternatives > MAX_BRACE_ALTERNATIVES:
+            raise ValueError(f"the exclude patterns expand to more than {MAX_BRACE_ALTERNATIVES} brace alternatives in all")
     return Excludes(list(patterns), globs)
 
 

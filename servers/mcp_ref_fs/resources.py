@@ -32,7 +32,7 @@ from urllib.parse import quote, unquote
 from mcp_ref import CacheHint, InvalidParams, Resource, ResourceNotFound, blob_resource
 
 from . import content
-from .offload import read_start
+from .offload import off_loop, read_start
 from .root import FsError, Location, Root
 
 if TYPE_CHECKING:
@@ -153,12 +153,13 @@ class FsResources:
         try:
             location, info = self.sandbox.stat(path)
             if stat.S_ISDIR(info.st_mode):
-                _location, entries = self.sandbox.list_directory(path)
-                tags = {"file": "[FILE]", "directory": "[DIR]", "symlink": "[LINK]", "other": "[OTHER]"}
                 limit = self.config.max_entries
-                listing = "".join(f"{tags[e.kind]} {e.label}\n" for e in entries[:limit])
-                if len(entries) > limit:  # said, as the listing tools say it, never cut silently
-                    listing += f"[Truncated: showing {limit} of {len(entries)} entries (--max-entries).]\n"
+                _location, entries, total = await off_loop(
+                    lambda stop: self.sandbox.list_directory_page(path, limit=limit))
+                tags = {"file": "[FILE]", "directory": "[DIR]", "symlink": "[LINK]", "other": "[OTHER]"}
+                listing = "".join(f"{tags[e.kind]} {e.label}\n" for e in entries)
+                if total > limit:  # said, as the listing tools say it, never cut silently
+                    listing += f"[Truncated: showing {len(entries)} of {total} entries (--max-entries).]\n"
                 return [{"uri": uri, "mimeType": DIRECTORY_MIME, "text": listing}]
             with self.sandbox.open_file(path) as opened:
                 size = opened.info.st_size

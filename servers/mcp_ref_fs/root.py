@@ -49,6 +49,7 @@ import errno
 import functools
 import os
 import posixpath
+import re
 import secrets
 import stat
 from dataclasses import dataclass
@@ -161,13 +162,26 @@ class Entry:
         return display_name(self.name)
 
 
+# Characters that would let a file name forge lines or reorder text in a listing: C0 but tab, DEL, C1,
+# and the Unicode line/paragraph separators and bidirectional controls.
+_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
 def display_name(name: str) -> str:
-    """A name from disk as text: bytes that are not UTF-8 appear as ``\\xNN`` escapes."""
+    """A name from disk as text a listing can show: bytes that are not UTF-8 appear as ``\\xNN``
+    and unprintable characters (newlines, escapes, bidi controls) as ``\\xNN``/``\\uNNNN``, so a
+    name can never forge a line of a listing. Such names cannot be addressed by clients."""
     try:
         name.encode("utf-8")
-        return name
     except UnicodeEncodeError:
-        return os.fsencode(name).decode("utf-8", "backslashreplace")
+        name = os.fsencode(name).decode("utf-8", "backslashreplace")
+    if _UNPRINTABLE.search(name):
+        name = _UNPRINTABLE.sub(lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", name)
+    return name
+
+
+def _identity(info: os.stat_result) -> tuple[int, int, str, int]:
+    return (info.st_dev, info.st_ino, _kind(info.st_mode), info.st_ctime_ns)
 
 
 def _kind(mode: int) -> str:
@@ -226,7 +240,6 @@ class Sandbox:
             raise ValueError("a sandbox needs at least one root")
         self.roots = tuple(roots)
         self._mechanism = mechanism
-        self._walk = WalkMechanism()
         self._closed = False
 
     @property
@@ -348,7 +361,7 @@ class Sandbox:
             if not parts:
                 fd = reopen(root.fd)
                 return fd, None, os.fstat(fd)
-            parent_fd, _resolved = self._open_dir(location, parts[:-1])
+            parent_fd, resolved = self._open_dir(location, parts[:-1])
             name = parts[-1]
             try:
                 info = os.stat(name, dir_fd=parent_fd, follow_symlinks=False)
@@ -363,15 +376,25 @@ class Sandbox:
                 target = os.readlink(name, dir_fd=parent_fd)
             finally:
                 os.close(parent_fd)
-            # A relative link is relative to the *real* directory holding it: ask the walk, which
-            # reports real components even where the kernel followed links for us.
-            walk_fd, resolved = self._walk.open_dir(root.fd, parts[:-1], follow)
-            os.close(walk_fd)
+            # A relative link is relative to the real directory holding it, which ``resolved``
+            # names (both mechanisms report the components they really opened).
             parts = follow(resolved, target, ())
         raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
 
     def _guard(self, path: str) -> _Guard:
         return _Guard(path)
+
+    def _refuse_if_holds_a_root(self, location: Location, action: str) -> None:
+        """A nested root (``R`` and ``R/a/b`` both allowed) must not vanish through its ancestor."""
+        for root in self.roots:
+            if root is location.root:
+                continue
+            for alias in root.aliases:
+                inner = _under(alias, location.root.display) if alias != location.root.display else None
+                if inner is None:
+                    inner = _under(alias, location.root.real)
+                if inner is not None and inner[: len(location.parts)] == location.parts:
+                    raise Refused(f"{location.display} holds the allowed directory {root.display}; it cannot be {action}")
 
     # --- step 3: act: reading --------------------------------------------------------------------
 
@@ -407,13 +430,17 @@ class Sandbox:
             raise NotFound(f"No such file or directory: {location.display}")
         return location, info
 
-    def identity(self, path: str) -> tuple[int, int, str] | None:
-        """``(device, inode, kind)`` of the entry itself (links not followed), or None if absent."""
+    def identity(self, path: str) -> tuple[int, int, str, int] | None:
+        """``(device, inode, kind, ctime in ns)`` of the entry itself (links not followed), or None.
+
+        The change time is part of it because file systems reuse inode numbers: a file deleted
+        and created again often gets the same one, but never the same ctime.
+        """
         location = self.locate(path)
         with self._guard(path):
             parent_fd, _name, info = self._lookup(location, follow_final=False)
             os.close(parent_fd)
-        return None if info is None else (info.st_dev, info.st_ino, _kind(info.st_mode))
+        return None if info is None else _identity(info)
 
     def open_directory(self, path: str | Location) -> tuple[Location, int]:
         """An open descriptor of a directory (links inside the root followed); caller closes it."""
@@ -428,24 +455,49 @@ class Sandbox:
             return location, fd
 
     def list_directory(self, path: str) -> tuple[Location, list[Entry]]:
-        """The entries of a directory, sorted by name. A link is shown as what it points to when
-        that is inside the root, else as ``symlink`` (its target is never examined)."""
+        """Every entry of a directory, sorted by name (see ``list_directory_page``)."""
+        location, entries, _total = self.list_directory_page(path)
+        return location, entries
+
+    def list_directory_page(self, path: str, *, limit: int | None = None,
+                            largest_first: bool = False) -> tuple[Location, list[Entry], int]:
+        """The first ``limit`` entries of a directory and how many there are in all.
+
+        Sorted by name, or with ``largest_first`` files by size (largest first) then the rest by
+        name. A link is shown as what it points to when that is inside the root, else as
+        ``symlink`` (its target is never examined). Sorted by name, links are resolved only for
+        the entries shown, and a huge directory costs one name per entry until the page is chosen.
+        """
         location, fd = self.open_directory(path)
         entries = []
         try:
             with os.scandir(fd) as scan:
-                found = sorted(scan, key=lambda e: e.name)
-            for item in found:
+                if largest_first:
+                    sized = []
+                    for item in scan:
+                        try:
+                            info = item.stat(follow_symlinks=False)
+                        except OSError:
+                            continue  # vanished meanwhile
+                        if stat.S_ISLNK(info.st_mode):  # sorted by what it shows as
+                            info = self._linked(location.child(item.name)) or info
+                        sized.append((item.name, info))
+                    sized.sort(key=lambda pair: (-pair[1].st_size if stat.S_ISREG(pair[1].st_mode) else 1, pair[0]))
+                    chosen: list[tuple[str, os.stat_result | None]] = list(sized)
+                else:
+                    chosen = [(name, None) for name in sorted(item.name for item in scan)]
+            total = len(chosen)
+            for name, info in chosen[:limit]:
                 try:
-                    info = item.stat(follow_symlinks=False)
+                    info = info or os.stat(name, dir_fd=fd, follow_symlinks=False)
                 except OSError:
-                    continue  # vanished meanwhile
-                if stat.S_ISLNK(info.st_mode):
-                    info = self._linked(location.child(item.name)) or info
-                entries.append(Entry(item.name, _kind(info.st_mode), info.st_size, info.st_mtime))
+                    continue
+                if stat.S_ISLNK(info.st_mode) and not largest_first:
+                    info = self._linked(location.child(name)) or info
+                entries.append(Entry(name, _kind(info.st_mode), info.st_size, info.st_mtime))
         finally:
             os.close(fd)
-        return location, entries
+        return location, entries, total
 
     def _linked(self, location: Location) -> os.stat_result | None:
         """The stat of a link's target when it stays inside the root, else None."""
@@ -552,7 +604,7 @@ class Sandbox:
             try:
                 if name is None:
                     raise WrongKind(f"{location.display} is a directory, not a file")
-                mode = 0o666 & ~_UMASK
+                mode, owner = 0o666 & ~_UMASK, None
                 if info is not None:
                     if stat.S_ISDIR(info.st_mode):
                         raise WrongKind(f"{location.display} is a directory, not a file")
@@ -562,13 +614,16 @@ class Sandbox:
                         raise Refused(
                             f"{location.display} has {info.st_nlink} hard links; writing would split them, so it is refused"
                         )
-                    mode = stat.S_IMODE(info.st_mode)
+                    # New content from a client must not inherit set-user/group-ID (the kernel clears
+                    # them on any write too); ownership is kept when the server may set it.
+                    mode = stat.S_IMODE(info.st_mode) & ~(stat.S_ISUID | stat.S_ISGID)
+                    owner = (info.st_uid, info.st_gid)
                 temporary = f".mcp-ref-{secrets.token_hex(8)}.tmp"
                 fd = os.open(temporary, _TEMP_FLAGS, 0o600, dir_fd=parent_fd)
             except BaseException:
                 os.close(parent_fd)
                 raise
-            return AtomicReplace(location, parent_fd, name, temporary, fd, mode, existed=info is not None)
+            return AtomicReplace(location, parent_fd, name, temporary, fd, mode, owner)
 
     def move(self, source: str, destination: str) -> tuple[Location, Location]:
         """Rename ``source`` to ``destination``, never replacing anything at the destination."""
@@ -577,6 +632,7 @@ class Sandbox:
             raise Refused("an allowed directory itself cannot be moved or replaced")
         if to_location.root is from_location.root and to_location.parts[: len(from_location.parts)] == from_location.parts:
             raise Refused(f"cannot move {from_location.display} into itself")
+        self._refuse_if_holds_a_root(from_location, "moved")
         with self._guard(source):
             from_fd, from_name, from_info = self._lookup(from_location, follow_final=False)
         try:
@@ -595,7 +651,7 @@ class Sandbox:
             os.close(from_fd)
         return from_location, to_location
 
-    def delete(self, path: str, *, expect: tuple[int, int, str] | None = None) -> tuple[Location, str]:
+    def delete(self, path: str, *, expect: tuple[int, int, str, int] | None = None) -> tuple[Location, str]:
         """Remove a file, link or empty directory (links themselves, never their targets).
 
         ``expect``: the ``identity()`` seen when the deletion was confirmed; if the entry is no
@@ -604,12 +660,13 @@ class Sandbox:
         location = self.locate(path)
         if not location.parts:
             raise Refused("an allowed directory itself cannot be deleted")
+        self._refuse_if_holds_a_root(location, "deleted")
         with self._guard(path):
             parent_fd, name, info = self._lookup(location, follow_final=False)
             try:
                 if info is None or name is None:
                     raise NotFound(f"No such file or directory: {location.display}")
-                if expect is not None and (info.st_dev, info.st_ino, _kind(info.st_mode)) != tuple(expect):
+                if expect is not None and _identity(info) != tuple(expect):
                     raise Refused(f"{location.display} changed since the deletion was confirmed; nothing was deleted")
                 kind = _kind(info.st_mode)
                 if kind == "directory":
@@ -697,9 +754,11 @@ class OpenFile:
 class AtomicReplace:
     """A temporary file that becomes the target on ``commit()``, or vanishes on ``abort()``."""
 
-    def __init__(self, location: Location, dir_fd: int, name: str, temporary: str, fd: int, mode: int, *, existed: bool) -> None:
+    def __init__(self, location: Location, dir_fd: int, name: str, temporary: str, fd: int, mode: int,
+                 owner: tuple[int, int] | None) -> None:
         self.location = location
-        self.existed = existed
+        self.existed = owner is not None
+        self._owner = owner
         self.fd = fd
         self._dir_fd = dir_fd
         self._name = name
@@ -714,8 +773,13 @@ class AtomicReplace:
             view = view[written:]
 
     def commit(self) -> None:
-        """Flush to disk, give the file its permission bits and rename it over the target."""
+        """Flush to disk, give the file its owner and permission bits, and rename it over the target."""
         try:
+            if self._owner is not None and (os.fstat(self.fd).st_uid, os.fstat(self.fd).st_gid) != self._owner:
+                try:
+                    os.fchown(self.fd, *self._owner)
+                except PermissionError:
+                    pass  # an unprivileged server cannot give files away; the file becomes its own
             os.fchmod(self.fd, self._mode)
             os.fsync(self.fd)
             os.rename(self._temporary, self._name, src_dir_fd=self._dir_fd, dst_dir_fd=self._dir_fd)

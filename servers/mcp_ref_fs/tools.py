@@ -31,6 +31,8 @@ if TYPE_CHECKING:
     from .root import Sandbox
 
 SNIFF_BYTES = 8192
+MAX_EDITS = 1000  # edits in one edit_file call
+MAX_EXCLUDES = 64  # excludePatterns in one call
 CHUNK_BYTES = 256 * 1024
 READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
 PATH = {"type": "string", "description": "Absolute path, or relative to the first allowed directory"}
@@ -130,7 +132,7 @@ class FsTools:
             "and nothing is written. Line endings and a byte-order mark are preserved. Only works within allowed directories.",
             _schema({
                 "path": PATH,
-                "edits": {"type": "array", "minItems": 1, "items": _schema({
+                "edits": {"type": "array", "minItems": 1, "maxItems": MAX_EDITS, "items": _schema({
                     "oldText": {"type": "string", "description": "Text to find; must match exactly once"},
                     "newText": {"type": "string", "description": "Text to put in its place"},
                 }, ["oldText", "newText"])},
@@ -166,7 +168,7 @@ class FsTools:
             "big trees are cut at the entry limit with a note. Linked directories are not entered. "
             "Only works within allowed directories.",
             _schema({"path": PATH,
-                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "default": []},
+                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
                      "maxDepth": {"type": "integer", "minimum": 1, "description": "Levels to descend (default: all)"}},
                     ["path"]),
             READ_ONLY, _output(truncated={"type": "boolean"}, entries={"type": "integer"}), self.directory_tree)
@@ -183,7 +185,7 @@ class FsTools:
             "in that directory only, '**/*.py' at any depth; '*' and '?' never cross '/', '[abc]' and '{a,b}' work. "
             "Returns full paths. Only searches within allowed directories.",
             _schema({"path": PATH, "pattern": {"type": "string", "description": "Glob matched against relative paths"},
-                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "default": []},
+                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
                      "maxResults": {"type": "integer", "minimum": 1}},
                     ["path", "pattern"]),
             READ_ONLY, _output(matches={"type": "array", "items": {"type": "string"}}, truncated={"type": "boolean"}),
@@ -197,7 +199,7 @@ class FsTools:
             _schema({"path": PATH,
                      "pattern": {"type": "string", "description": "Regular expression (or literal text with literal: true)"},
                      "glob": {"type": "string", "description": "Only files whose relative path matches this glob"},
-                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "default": []},
+                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
                      "maxResults": {"type": "integer", "minimum": 1, "description": "Most matching lines to return"},
                      "contextLines": {"type": "integer", "minimum": 0, "maximum": 20, "default": 0},
                      "ignoreCase": {"type": "boolean", "default": False},
@@ -265,7 +267,8 @@ class FsTools:
             elif head is not None:
                 data, _more = content.head_lines(_chunks(opened, cap + 1), head)
             elif offset is not None or limit is not None:
-                data = await off_loop(lambda stop: _line_window(opened, offset or 0, limit, cap + 1, stop))
+                data = await off_loop(lambda stop: _line_window(opened, offset or 0, limit, cap + 1, stop),
+                                      seconds=self.config.search_seconds)
             else:
                 data = await read_start(opened, min(size, cap + 1) if size else cap + 1)
             truncated = len(data) > cap
@@ -348,21 +351,30 @@ class FsTools:
         for number, (old_text, new_text) in enumerate(edits, 1):
             _utf8(old_text, f"oldText of edit {number}")
             _utf8(new_text, f"newText of edit {number}")
-        try:
+        def edit(stop: Stop) -> tuple[str, str]:
             changed = content.apply_edits(original, edits)
+            return changed, content.unified_diff(original, changed, display)
+
+        # Matching and diffing grow with the file and the edits (both linear, but a 30 MiB file
+        # is still tens of milliseconds per edit): never on the event loop.
+        try:
+            changed, diff = await off_loop(edit)
         except content.EditError as error:
             raise ToolError(f"{display}: {error}") from None
-        diff = content.unified_diff(original, changed, display)
         dry_run = arguments.get("dryRun", False)
         if not dry_run and changed != original:
             await self._replace(path, bom + changed.encode("utf-8"))
         fence = "`" * 3
         while fence in diff:
             fence += "`"
+        notes = []
+        if len(diff) > self.config.max_read_bytes:
+            diff = _first_bytes(diff.encode("utf-8"), self.config.max_read_bytes).decode("utf-8")
+            notes.append(f"[Truncated: the diff is cut at {self.config.max_read_bytes} bytes (--max-read-bytes).]")
         report = f"{fence}diff\n{diff}{fence}\n" if diff else "No changes: the edits leave the file as it was.\n"
         if dry_run:
             report = "Dry run, nothing was written:\n" + report
-        return _result(report, diff=diff, applied=not dry_run and changed != original)
+        return _result(report, notes, diff=diff, applied=not dry_run and changed != original)
 
     async def create_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         self.sandbox.make_directories(arguments["path"])
@@ -413,23 +425,21 @@ class FsTools:
 
     # --- listing ----------------------------------------------------------------------------------
 
-    def _entries(self, path: str) -> tuple[Location, list[Entry], list[str]]:
-        location, entries = self.sandbox.list_directory(path)
-        notes = []
-        if len(entries) > self.config.max_entries:
-            notes.append(f"[Truncated: showing {self.config.max_entries} of {len(entries)} entries (--max-entries).]")
-            entries = entries[: self.config.max_entries]
+    async def _entries(self, path: str, *, largest_first: bool = False) -> tuple[Location, list[Entry], list[str]]:
+        """One listing, cut at --max-entries (in a thread: a directory can hold 100,000 names)."""
+        cap = self.config.max_entries
+        location, entries, total = await off_loop(
+            lambda stop: self.sandbox.list_directory_page(path, limit=cap, largest_first=largest_first))
+        notes = [f"[Truncated: showing {len(entries)} of {total} entries (--max-entries).]"] if total > cap else []
         return location, entries, notes
 
     async def list_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        _location, entries, notes = self._entries(arguments["path"])
+        _location, entries, notes = await self._entries(arguments["path"])
         body = "\n".join(f"{_TAG[e.kind]} {e.label}" for e in entries)
         return _result(body, notes, entries=[_entry_json(e) for e in entries], truncated=bool(notes))
 
     async def list_directory_with_sizes(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        _location, entries, notes = self._entries(arguments["path"])
-        if arguments.get("sortBy") == "size":
-            entries = sorted(entries, key=lambda e: (-e.size if e.kind == "file" else 1, e.name))
+        _location, entries, notes = await self._entries(arguments["path"], largest_first=arguments.get("sortBy") == "size")
         lines = [
             f"{_TAG[e.kind]} {e.label.ljust(30)} {content.format_size(e.size).rjust(10) if e.kind == 'file' else ''}".rstrip()
             for e in entries
@@ -531,6 +541,8 @@ class FsTools:
         seconds = self.config.search_seconds
         max_file = self.config.max_media_bytes
 
+        skipped: list[str] = []  # files the regex engine ran out of memory on
+
         def search(stop: Stop) -> tuple[list[dict[str, Any]], list[str], int, bool]:
             deadline = time.monotonic() + seconds
             matches: list[dict[str, Any]] = []
@@ -567,6 +579,11 @@ class FsTools:
                         result = grep.search_lines(data, context=context_lines, max_matches=cap - len(matches), deadline=deadline)
                     except GrepTimeout:
                         return matches, lines, files, True
+                    except MemoryError:
+                        # Nested repetition over a huge line can need more memory than exists;
+                        # that file is skipped (and said so), the search goes on.
+                        skipped.append(_join(location, components))
+                        continue
                     shown = _join(location, components)
                     last_shown = None  # the last line of this file already printed
                     for match in result.matches:
@@ -590,6 +607,9 @@ class FsTools:
         matches, lines, files, truncated = await off_loop(search, seconds=seconds)
         notes = [f"[Stopped early: {len(matches)} matches shown (maxResults, --max-entries or the {seconds:g} s time "
                  f"limit); narrow the pattern, glob or directory.]"] if truncated else []
+        if skipped:
+            notes.append(f"[Skipped {len(skipped)} file(s) the pattern needed too much memory for, such as {skipped[0]}; "
+                         "simplify nested repetition like (a|aa)+.]")
         body = "\n".join(lines) if lines else "No matches found"
         return _result(body, notes, matches=matches, truncated=truncated, filesSearched=files)
 

@@ -472,7 +472,7 @@ def test_identity_of_a_final_link_names_the_link_itself(world, template):
     link = Path(world.path(template)) if template.startswith("{") else world.root / template
     before = world.snapshot()
     info = link.lstat()
-    assert world.sandbox.identity(world.path(template)) == (info.st_dev, info.st_ino, "symlink")
+    assert world.sandbox.identity(world.path(template)) == (info.st_dev, info.st_ino, "symlink", info.st_ctime_ns)
     assert world.snapshot() == before
 
 
@@ -1492,6 +1492,17 @@ def test_an_entry_of_another_kind_since_confirmation_is_not_deleted(world):
     with pytest.raises(Refused):
         world.sandbox.delete("empty", expect=expected)
     assert (world.root / "empty").is_dir()
+
+
+@pytest.mark.req("FS-DELETE-EXPECT")
+def test_an_entry_with_the_same_inode_number_but_a_newer_change_time_is_not_deleted(world):
+    # File systems reuse inode numbers (ext4 hands a deleted file's number to the next new file),
+    # so a re-created file can match (device, inode, kind); its change time never does.
+    confirmed = world.sandbox.identity("file.txt")
+    reused = (confirmed[0], confirmed[1], confirmed[2], confirmed[3] - 1)
+    with pytest.raises(Refused):
+        world.sandbox.delete("file.txt", expect=reused)
+    assert (world.root / "file.txt").exists()
 
 
 @pytest.mark.req("FS-DELETE-EXPECT")

@@ -1,0 +1,130 @@
+"""Regressions for what a hostile-client review of mcp-ref-fs found (each test names the finding)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import stat
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from mcp_ref import Server
+from mcp_ref_fs import content
+from mcp_ref_fs.config import Config
+from mcp_ref_fs.patterns import MAX_BRACE_ALTERNATIVES, compile_excludes
+from mcp_ref_fs.root import Refused, Sandbox, display_name
+from mcp_ref_fs.tools import FsTools
+from tests.fs.conftest import fs_command
+from tests.wire import ServerProcess, result_of, tool_call
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "mid" / "inner").mkdir(parents=True)
+    (root / "mid" / "inner" / "keep.txt").write_text("kept\n")
+    return root
+
+
+@pytest.mark.req("FS-ATOMIC-WRITE")
+def test_a_rewritten_file_loses_its_set_user_and_group_id_bits_and_keeps_its_owner(tree: Path) -> None:
+    tool = tree / "tool"
+    tool.write_text("#!/bin/sh\necho hi\n")
+    os.chmod(tool, 0o6755)
+    if os.geteuid() == 0:
+        os.chown(tool, 1234, 1234)
+    sandbox = Sandbox.open([str(tree)])
+    with sandbox.replace_file("tool") as replacement:
+        replacement.write(b"#!/bin/sh\nid\n")
+        replacement.commit()
+    info = tool.stat()
+    assert stat.S_IMODE(info.st_mode) == 0o755  # setuid and setgid gone, the rest kept
+    if os.geteuid() == 0:
+        assert (info.st_uid, info.st_gid) == (1234, 1234)  # not handed to the server's user
+
+
+@pytest.mark.req("FS-ROOT-IMMOVABLE")
+@pytest.mark.parametrize("action", ["move", "delete"])
+def test_a_nested_root_cannot_vanish_through_its_ancestor(tree: Path, action: str) -> None:
+    sandbox = Sandbox.open([str(tree), str(tree / "mid" / "inner")])
+    with pytest.raises(Refused, match="allowed directory"):
+        if action == "move":
+            sandbox.move("mid", "mid2")
+        else:
+            sandbox.delete("mid/inner")
+    assert (tree / "mid" / "inner" / "keep.txt").read_text() == "kept\n"
+
+
+@pytest.mark.req("FS-NON-UTF8-NAMES")
+@pytest.mark.parametrize(("name", "shown"), [
+    ("evil\n[DIR] fake_dir", "evil\\x0a[DIR] fake_dir"),
+    ("carriage\rreturn", "carriage\\x0dreturn"),
+    ("esc\x1b[31mred", "esc\\x1b[31mred"),
+    ("right\u202eleft", "right\\u202eleft"),
+    ("tab\tkept", "tab\tkept"),
+    ("plain é name", "plain é name"),
+])
+def test_names_that_could_forge_or_reorder_listing_lines_are_shown_escaped(name: str, shown: str) -> None:
+    assert display_name(name) == shown
+
+
+def test_a_name_with_a_newline_cannot_forge_a_line_of_list_directory(tree: Path) -> None:
+    (tree / "evil\n[DIR] fake_dir").write_text("x")
+    with ServerProcess(fs_command(tree)) as server:
+        result = result_of(server.request(tool_call(1, "list_directory", {"path": str(tree)})))
+    lines = result["content"][0]["text"].split("\n")
+    assert "[DIR] fake_dir" not in lines
+    assert "[FILE] evil\\x0a[DIR] fake_dir" in lines
+
+
+def test_exclude_patterns_share_one_expansion_budget() -> None:
+    braces = "{" + ",".join(f"a{i}" for i in range(30)) + "}"
+    patterns = [f"{braces}x{k}" for k in range(MAX_BRACE_ALTERNATIVES // 30 + 2)]
+    with pytest.raises(ValueError, match="in all"):
+        compile_excludes(patterns)
+
+
+def test_too_many_exclude_patterns_or_edits_are_refused_by_the_schema(tree: Path) -> None:
+    (tree / "f.txt").write_text("a\n")
+    with ServerProcess(fs_command(tree)) as server:
+        tree_result = result_of(server.request(tool_call(1, "directory_tree", {"path": str(tree), "excludePatterns": ["x"] * 65})))
+        edit_result = result_of(server.request(tool_call(2, "edit_file", {
+            "path": str(tree / "f.txt"), "edits": [{"oldText": "a", "newText": "b"}] * 1001})))
+    assert tree_result["isError"] and edit_result["isError"]
+    assert (tree / "f.txt").read_text() == "a\n"
+
+
+def test_a_diff_of_a_one_line_change_in_a_file_of_equal_lines_is_small_and_exact() -> None:
+    old = "same\n" * 200_000
+    new = "same\n" * 100_000 + "changed\n" + "same\n" * 99_999
+    diff = content.unified_diff(old, new, "f")
+    assert "@@ -99998,7 +99998,7 @@" in diff
+    assert len(diff.splitlines()) == 4 + 1 + 7 + 1
+
+
+class _Context:
+    cancelled = False
+
+    def report_progress(self, *args: Any) -> bool:
+        return False
+
+
+def test_grep_skips_a_file_the_regex_engine_runs_out_of_memory_on_and_says_so(tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tree / "a.txt").write_text("aaaa\n")
+    (tree / "b.txt").write_text("b\n")
+    tools = FsTools(Server("t", "1"), Sandbox.open([str(tree)]), Config(roots=(str(tree),)))
+    from mcp_ref_fs import patterns
+
+    real = patterns.Grep.search_lines
+
+    def search_lines(self: Any, data: bytes, **options: Any) -> Any:
+        if data.startswith(b"aaaa"):
+            raise MemoryError
+        return real(self, data, **options)
+
+    monkeypatch.setattr(patterns.Grep, "search_lines", search_lines)
+    result = asyncio.run(tools.grep_files(_Context(), {"path": str(tree), "pattern": "(a|b)+"}))
+    assert [m["path"] for m in result.structured_content["matches"]] == [str(tree / "b.txt")]
+    assert any("Skipped 1 file" in note and "a.txt" in note for note in result.structured_content["notes"])
