@@ -184,6 +184,16 @@ def _identity(info: os.stat_result) -> tuple[int, int, str, int]:
     return (info.st_dev, info.st_ino, _kind(info.st_mode), info.st_ctime_ns)
 
 
+def _entry_kind(item: os.DirEntry[str]) -> str:
+    """The kind of a directory entry from the listing's own type field (no ``stat`` where the
+    file system fills it in; links are never followed)."""
+    if item.is_symlink():
+        return "symlink"
+    if item.is_dir(follow_symlinks=False):
+        return "directory"
+    return "file" if item.is_file(follow_symlinks=False) else "other"
+
+
 def _kind(mode: int) -> str:
     if stat.S_ISREG(mode):
         return "file"
@@ -514,6 +524,7 @@ class Sandbox:
         *,
         descend: Callable[[tuple[str, ...]], bool] | None = None,
         after: tuple[str, ...] | None = None,
+        sizes: bool = True,
     ) -> Iterator[tuple[tuple[str, ...], Entry]]:
         """Every entry below a directory, depth first, sorted by name at each level, as
         ``(components below the start, entry)``. Linked directories are listed, not entered.
@@ -521,6 +532,8 @@ class Sandbox:
         ``descend(components)`` may prune a directory. ``after`` resumes a walk just after the
         entry with those components, without visiting what came before (resource pages).
         A generator: close it to stop early; it holds at most one descriptor per level.
+        Without ``sizes``, entries carry size and time 0 and their kind comes from the directory
+        listing itself, which saves a ``stat`` per entry (trees and name searches need no more).
         """
         _location, fd = self.open_directory(path)
         stack: list[tuple[int, tuple[str, ...], Iterator[os.DirEntry[str]]]] = []
@@ -538,12 +551,15 @@ class Sandbox:
                 if after is not None and components <= after and not inside_resume_path:
                     continue
                 try:
-                    info = item.stat(follow_symlinks=False)
+                    if sizes:
+                        info = item.stat(follow_symlinks=False)
+                        kind, size, mtime = _kind(info.st_mode), info.st_size, info.st_mtime
+                    else:
+                        kind, size, mtime = _entry_kind(item), 0, 0.0
                 except OSError:
                     continue
-                kind = _kind(info.st_mode)
                 if after is None or components > after:
-                    yield components, Entry(item.name, kind, info.st_size, info.st_mtime)
+                    yield components, Entry(item.name, kind, size, mtime)
                 if kind != "directory" or len(components) >= MAX_WALK_DEPTH:
                     continue
                 if descend is not None and not descend(components):  # also on the resume path, as in the full walk
