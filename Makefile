@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test bench conformance clean
+.PHONY: test demo fuzz bench bench-fs conformance bundle clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,11 +20,30 @@ test: $(STAMP)
 	$(BIN)/coverage combine --quiet
 	$(BIN)/coverage report $(if $(strip $(PYTEST_ARGS)),--fail-under=0)
 
+# A scripted session against mcp-ref-fs serving a copy of the bundled example folder, printing
+# each line on the wire with a one-line explanation (servers/mcp_ref_fs/demo.py).
+demo: $(STAMP)
+	$(BIN)/python -m mcp_ref_fs.demo $(DEMO_ARGS)
+
+# A long, randomized run of the property-based stdio fuzzer (tests/fuzz), without coverage.
+# MCP_REF_FUZZ_EXAMPLES sets the examples per test (default 3000); FUZZ_ARGS passes pytest options.
+fuzz: $(STAMP)
+	MCP_REF_FUZZ_PROFILE=long $(BIN)/python -m pytest tests/fuzz -p no:cacheprovider --hypothesis-show-statistics $(FUZZ_ARGS)
+
 bench: $(STAMP)
 	$(BIN)/python bench/bench.py $(BENCH_ARGS)
+
+# mcp-ref-fs next to the official Python SDK and Node filesystem servers (bench/README.md):
+# make bench-fs BENCH_ARGS="--peers"   (--quick: under a minute; the peers install on first use)
+bench-fs: $(STAMP)
+	$(BIN)/python bench/fs_bench.py $(BENCH_ARGS)
 
 conformance: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH ../shared/conformance/run.sh -- $(CURDIR)/$(BIN)/mcp-ref-everything
 
+# The MCP Bundle (manifest.json + the sources it needs) for one-step install in Claude Desktop.
+bundle:
+	$(PYTHON) tools/build_bundle.py
+
 clean:
-	rm -rf $(VENV) .coverage .coverage.* .pytest_cache build *.egg-info
+	rm -rf $(VENV) .coverage .coverage.* .pytest_cache build dist *.egg-info

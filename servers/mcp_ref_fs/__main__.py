@@ -2,6 +2,10 @@
 
 Parses the command line into a ``Config``, opens the roots (exit status 2 with a message on
 stderr when one is unusable) and serves MCP over stdio until stdin closes.
+
+A first argument ``print-config`` or ``install`` is a subcommand instead (see ``hostconfig``),
+imported only then, so serving starts as fast as before. A directory of either name is served as
+``mcp-ref-fs -- print-config`` or ``mcp-ref-fs ./print-config``.
 """
 
 from __future__ import annotations
@@ -13,6 +17,7 @@ import sys
 from .config import DEFAULT_MAX_ENTRIES, DEFAULT_MAX_MEDIA_BYTES, DEFAULT_MAX_READ_BYTES, DEFAULT_SEARCH_SECONDS, Config
 
 VERSION = "0.1.0"
+SUBCOMMANDS = ("print-config", "install")  # as the first argument only
 
 DESCRIPTION = """\
 The mcp-ref filesystem server: MCP over stdio (one JSON-RPC message per line on stdin, answers
@@ -35,6 +40,11 @@ media file or resource read at most --max-media-bytes, and a listing, tree, sear
 environment: MCP_REF_LOG_LEVEL, MCP_REF_STATE_KEY, MCP_REF_MAX_LINE_BYTES,
 MCP_REF_SHUTDOWN_GRACE_SECONDS, MCP_REF_MAX_CONCURRENCY (see the mcp-ref README), and
 MCP_REF_FS_CONFINE=walk to use the portable confinement walk instead of Linux openat2.
+
+subcommands: 'mcp-ref-fs print-config --client HOST [ROOT ...]' prints a host configuration entry,
+'mcp-ref-fs install --client HOST [ROOT ...]' writes it into the host's file (HOST: claude-desktop,
+vscode, cursor, claude-code; see 'mcp-ref-fs install --help'). To serve a directory named
+print-config or install, write 'mcp-ref-fs -- print-config' or 'mcp-ref-fs ./print-config'.
 
 example: printf '%s\\n' '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' | mcp-ref-fs ."""
 
@@ -87,7 +97,12 @@ def parse_arguments(argv: list[str]) -> Config:
 
 def main(argv: list[str] | None = None) -> int:
     """Serve until stdin closes (or a signal); returns the exit status."""
-    config = parse_arguments(sys.argv[1:] if argv is None else argv)
+    arguments = sys.argv[1:] if argv is None else argv
+    if arguments and arguments[0] in SUBCOMMANDS:
+        from . import hostconfig
+
+        return hostconfig.main(arguments[0], arguments[1:])
+    config = parse_arguments(arguments)
     if not config.roots:
         config = Config(**{**config.__dict__, "roots": (os.getcwd(),)})
         sys.stderr.write(f"mcp-ref-fs: no ROOT given; serving the current directory {config.roots[0]}\n")

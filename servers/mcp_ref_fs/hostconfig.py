@@ -1,0 +1,773 @@
+"""``mcp-ref-fs print-config`` and ``mcp-ref-fs install``: put mcp-ref-fs into an MCP host.
+
+A host (Claude Desktop, VS Code, Cursor, Claude Code) starts a stdio server from an entry in its
+own configuration: a command, its arguments, and for VS Code a ``type``. This module knows, per
+host and platform, what that entry looks like, where the host keeps it, where the host's logs
+are and what restart it needs; ``print-config`` prints the entry and ``install`` writes it.
+
+The entry names the program that is running now, as an absolute path, so the host finds it
+without a shell's ``PATH`` or an activated venv: the console script when run as one
+(``sys.argv[0]`` made absolute, symbolic links kept, so a ``pipx`` link in ``~/.local/bin`` stays
+valid across upgrades), else ``sys.executable -m mcp_ref_fs``. The roots are made absolute too
+(default: the current directory); one that is not a directory is refused (exit 2), as the server
+itself would refuse it.
+
+Writing a JSON configuration file (``install`` for Claude Desktop, VS Code, Cursor):
+
+* Merge: the file is parsed into a small syntax tree that keeps each value's position, and only
+  the entry is written: inserted after the last server (or into an empty object, or as a new
+  top-level key), or, with ``--force``, put in place of the old value. Every byte outside that
+  entry stays as it was: other servers, other keys, their order, formatting, comments, line
+  endings and a byte-order mark. The new text follows the file's own style: its indent unit
+  (spaces or a tab), ``\\r\\n`` line endings, one-line files stay on one line. The result is parsed
+  again and must hold exactly the old data plus the entry; if it ever did not, a plain JSON file
+  would be re-serialised with the detected indent instead (a JSONC file would be refused, since
+  re-serialising would drop its comments).
+* Refusals (exit 1, file untouched): an entry of the same name without ``--force``; a file that
+  does not parse (the message gives line and column); a top level that is not an object, a
+  servers key whose value is not an object, or a name that appears twice. Comments and trailing
+  commas are accepted for VS Code only, whose ``mcp.json`` is JSON with comments (JSONC); Claude
+  Desktop and Cursor files must be plain JSON, as those hosts read them. An empty file counts as
+  ``{}``.
+* Atomic: the new text goes to a temporary file in the same directory, which is flushed,
+  ``fsync``-ed, given the old file's permission bits and renamed over the old file (then the
+  directory is synced). A reader sees the old file or the new one, never half of one, and an
+  error leaves no temporary file behind. A configuration path that is a symbolic link (dotfile
+  managers) is followed: the link's target is rewritten and the link stays.
+* Backup: before an existing file is replaced, its bytes are copied to
+  ``NAME.YYYYMMDD-HHMMSS.bak`` beside it (``-2``, ``-3``... when that name is taken). A backup is
+  never overwritten; a new file has none.
+
+Claude Code keeps its servers in its own files (``~/.claude.json``, a project's ``.mcp.json``)
+and has a command for them, so ``install --client claude-code`` runs ``claude mcp get NAME``
+(refusing, without ``--force``, a name that exists; with it, ``claude mcp remove`` comes first)
+and ``claude mcp add --transport stdio NAME -- COMMAND ARGS...``. Without ``claude`` on ``PATH``
+it prints that command and exits 1.
+
+Standard library only; imported only for these two subcommands, so serving pays nothing for it.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import copy
+import datetime
+import json
+import ntpath
+import os
+import posixpath
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+from dataclasses import dataclass, field
+from typing import Any, Callable, Mapping, Sequence
+
+CLIENTS = ("claude-desktop", "vscode", "cursor", "claude-code")
+DEFAULT_NAME = "mcp-ref-fs"
+# The top-level key each JSON host keeps its stdio servers under.
+SERVERS_KEY = {"claude-desktop": "mcpServers", "vscode": "servers", "cursor": "mcpServers"}
+DISPLAY = {"claude-desktop": "Claude Desktop", "vscode": "VS Code", "cursor": "Cursor", "claude-code": "Claude Code"}
+
+
+class Refused(Exception):
+    """install (or print-config) will not go on; the message says why. Exit status 1."""
+
+
+class UsageError(Exception):
+    """A bad argument that argparse cannot see (a root that is not a directory). Exit status 2."""
+
+
+# --- what each host expects, and where ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class HostFacts:
+    """Where one host keeps its configuration on one platform, its logs, and its restart."""
+
+    user_config: str | None  # the user-level file ``install`` writes; None: none on this platform
+    workspace_config: str | None  # the project-level file (relative to the project), if the host has one
+    logs: str
+    restart: str
+    notes: tuple[str, ...] = field(default=())
+
+
+def host_facts(client: str, platform: str, environ: Mapping[str, str]) -> HostFacts:
+    """The documented locations for ``client`` on ``platform`` (``sys.platform`` spelling).
+
+    Sources (checked 2026): the MCP debugging guide (modelcontextprotocol.io/docs/tools/debugging)
+    and Claude Desktop's quickstart for the Claude Desktop file and logs; VS Code's MCP
+    configuration reference (code.visualstudio.com/docs/copilot/reference/mcp-configuration:
+    ``servers``, ``type``, ``.vscode/mcp.json`` or the user profile's ``mcp.json``) and its
+    "Manage and troubleshoot MCP servers" page; Cursor's docs (cursor.com/docs/mcp:
+    ``~/.cursor/mcp.json`` or ``.cursor/mcp.json``, ``mcpServers``); Claude Code's MCP docs
+    (docs.anthropic.com/en/docs/claude-code/mcp: ``claude mcp add --transport stdio NAME --
+    CMD``, scopes local, project (``.mcp.json``) and user, ``claude mcp list``, ``/mcp``).
+    """
+    windows = platform == "win32"
+    path = ntpath if windows else posixpath
+    home = _home(platform, environ)
+    appdata = environ.get("APPDATA") or path.join(home, "AppData", "Roaming")
+    if client == "claude-desktop":
+        restart = "quit Claude Desktop completely (closing its window is not enough) and open it again"
+        if platform == "darwin":
+            return HostFacts(path.join(home, "Library", "Application Support", "Claude", "claude_desktop_config.json"),
+                             None, path.join(home, "Library", "Logs", "Claude", "mcp*.log"), restart)
+        if windows:
+            return HostFacts(path.join(appdata, "Claude", "claude_desktop_config.json"), None,
+                             path.join(appdata, "Claude", "logs", "mcp*.log"), restart,
+                             ("mcp-ref-fs itself does not run on Windows (see the README's Status)",))
+        return HostFacts(None, None, "(none: there is no official Linux release)", restart, ((
+            "Claude Desktop has no official Linux release. Unofficial builds usually read "
+            "~/.config/Claude/claude_desktop_config.json: pass that to install with --config PATH"),))
+    if client == "vscode":
+        if platform == "darwin":
+            user_dir = path.join(home, "Library", "Application Support", "Code", "User")
+        elif windows:
+            user_dir = path.join(appdata, "Code", "User")
+        else:  # Electron's appData on Linux: $XDG_CONFIG_HOME, else ~/.config
+            user_dir = path.join(environ.get("XDG_CONFIG_HOME") or path.join(home, ".config"), "Code", "User")
+        return HostFacts(
+            path.join(user_dir, "mcp.json"), path.join(".vscode", "mcp.json"),
+            "Command Palette > 'MCP: List Servers' > the server > 'Show Output' (an Output panel channel)",
+            "VS Code reloads mcp.json when it changes: start or restart the server from 'MCP: List Servers' "
+            "(or the code lens above its entry in mcp.json) and confirm that you trust it",
+            ("that is the default profile's user file; 'MCP: Open User Configuration' opens the current one",))
+    if client == "cursor":
+        return HostFacts(path.join(home, ".cursor", "mcp.json"), path.join(".cursor", "mcp.json"),
+                         "View > Output, then 'MCP Logs' in the channel list",
+                         "check that the server is enabled in Cursor Settings > MCP (Tools & MCP); "
+                         "restart Cursor if it does not appear")
+    if client == "claude-code":
+        return HostFacts(path.join(home, ".claude.json"), ".mcp.json",
+                         "run 'claude --debug' to see MCP start-up errors; '/mcp' in a session shows each server's state",
+                         "start a new claude session; 'claude mcp list' checks that the server starts", ((
+                             "claude mcp add keeps the server in ~/.claude.json for this project (scope local, the "
+                             "default); --scope project writes .mcp.json in the project, --scope user makes it "
+                             "available in every project"),))
+    raise ValueError(f"unknown client {client!r}")
+
+
+def _home(platform: str, environ: Mapping[str, str]) -> str:
+    if platform == "win32":
+        return environ.get("USERPROFILE") or os.path.expanduser("~")
+    return environ.get("HOME") or os.path.expanduser("~")
+
+
+# --- the entry ------------------------------------------------------------------------------------
+
+
+def server_command(argv0: str | None = None, executable: str | None = None) -> list[str]:
+    """The absolute command line that starts this mcp-ref-fs (without roots).
+
+    The console script when the program runs as one (``argv0``, made absolute, links kept);
+    otherwise (``python -m mcp_ref_fs``, whose ``argv[0]`` is the package's ``__main__.py``) the
+    interpreter with ``-m mcp_ref_fs``. The venv's python is a link to the base interpreter, so it
+    is not resolved either: resolving it would leave the venv and its packages behind.
+    """
+    argv0 = sys.argv[0] if argv0 is None else argv0
+    executable = sys.executable if executable is None else executable
+    name = os.path.basename(argv0)
+    if name.startswith("mcp-ref-fs"):  # mcp-ref-fs, mcp-ref-fs.exe, mcp-ref-fs-script.py
+        found = argv0 if os.sep in argv0 or (os.altsep and os.altsep in argv0) else shutil.which(argv0)
+        if found and os.path.isfile(found):
+            return [os.path.abspath(found)]
+    if not executable:
+        raise Refused("cannot tell which program is running (sys.executable is empty): run the mcp-ref-fs script")
+    return [os.path.abspath(executable), "-m", "mcp_ref_fs"]
+
+
+def absolute_roots(roots: Sequence[str], cwd: str) -> list[str]:
+    """``roots`` (default: ``cwd``) as absolute paths; a root that is not a directory is refused."""
+    result = []
+    for root in roots or [cwd]:
+        absolute = os.path.normpath(os.path.join(cwd, os.path.expanduser(root)))
+        if not os.path.isdir(absolute):
+            raise UsageError(f"ROOT {root!r} is not a directory ({absolute})")
+        result.append(absolute)
+    return result
+
+
+def server_entry(client: str, command: Sequence[str]) -> dict[str, Any]:
+    """The value a JSON host keeps under its servers key for this server."""
+    entry: dict[str, Any] = {"command": command[0], "args": list(command[1:])}
+    if client == "vscode":  # VS Code requires the type (stdio, http or sse)
+        return {"type": "stdio", **entry}
+    return entry
+
+
+def claude_add_command(name: str, command: Sequence[str], *, project: bool = False) -> list[str]:
+    """``claude mcp add`` for this server: everything after ``--`` is the server's command line."""
+    scope = ["--scope", "project"] if project else []
+    return ["claude", "mcp", "add", "--transport", "stdio", *scope, name, "--", *command]
+
+
+def temporary_environment_warning(command: Sequence[str]) -> str | None:
+    """A warning when the program runs from a throw-away environment (``uvx``'s cache)."""
+    parts = command[0].replace("\\", "/").split("/")
+    if "uv" in parts and any(part.startswith(("archive-v", "builds-v")) for part in parts):
+        return ("this mcp-ref-fs runs from uv's cache (uvx), which uv may clean at any time; for a lasting "
+                "path install it with 'uv tool install .' or 'pipx install .' and run print-config from there")
+    return None
+
+
+# --- a JSON(C) syntax tree that keeps positions ---------------------------------------------------
+
+
+class ParseError(ValueError):
+    def __init__(self, message: str, text: str, position: int) -> None:
+        line = text.count("\n", 0, position) + 1
+        column = position - (text.rfind("\n", 0, position) + 1) + 1
+        super().__init__(f"{message} at line {line} column {column}")
+
+
+@dataclass
+class Member:
+    key: str
+    key_start: int  # the key's opening quote
+    value: Node
+
+
+@dataclass
+class Node:
+    start: int  # first character of the value
+    end: int  # one past its last character
+    data: Any  # the Python value
+    members: list[Member] | None = None  # for objects, in file order
+
+
+class _Parser:
+    """A recursive-descent JSON parser that records where each value is; JSONC when ``comments``.
+
+    Strings and scalars are decoded by the standard library (``json.decoder.scanstring``,
+    ``JSONDecoder.raw_decode``), so only the structure is parsed here.
+    """
+
+    def __init__(self, text: str, comments: bool) -> None:
+        self.text, self.comments = text, comments
+        self.decoder = json.JSONDecoder()
+
+    def parse(self) -> Node:
+        position = self.skip(0)
+        node = self.value(position)
+        end = self.skip(node.end)
+        if end != len(self.text):
+            raise ParseError("extra data after the top-level value", self.text, end)
+        return node
+
+    def skip(self, position: int) -> int:
+        """The position after whitespace (and, in JSONC, comments) starting at ``position``."""
+        text = self.text
+        while position < len(text):
+            char = text[position]
+            if char in " \t\r\n":
+                position += 1
+            elif self.comments and text.startswith("//", position):
+                newline = text.find("\n", position)
+                position = len(text) if newline < 0 else newline
+            elif self.comments and text.startswith("/*", position):
+                close = text.find("*/", position + 2)
+                if close < 0:
+                    raise ParseError("unterminated comment", text, position)
+                position = close + 2
+            else:
+                break
+        return position
+
+    def value(self, position: int) -> Node:
+        if position >= len(self.text):
+            raise ParseError("unexpected end of file", self.text, position)
+        char = self.text[position]
+        if char == "{":
+            return self.object(position)
+        if char == "[":
+            return self.array(position)
+        try:
+            data, end = self.decoder.raw_decode(self.text, position)
+        except json.JSONDecodeError as error:  # the standard library's own words: "Expecting value", ...
+            raise ParseError(error.msg, self.text, error.pos) from None
+        return Node(position, end, data)
+
+    def object(self, start: int) -> Node:
+        text, members, data = self.text, [], {}
+        position = self.skip(start + 1)
+        while True:
+            if position < len(text) and text[position] == "}" and (not members or self.comments):
+                return Node(start, position + 1, data, members)  # (after a comma only in JSONC)
+            if position >= len(text) or text[position] != '"':
+                raise ParseError("expected a quoted key" + ("" if members else " or '}'"), text, position)
+            try:
+                key, after_key = json.decoder.scanstring(text, position + 1)
+            except json.JSONDecodeError as error:
+                raise ParseError(error.msg, text, error.pos) from None
+            colon = self.skip(after_key)
+            if colon >= len(text) or text[colon] != ":":
+                raise ParseError("expected ':'", text, colon)
+            node = self.value(self.skip(colon + 1))
+            members.append(Member(key, position, node))
+            data[key] = node.data
+            position = self.skip(node.end)
+            if position < len(text) and text[position] == ",":
+                position = self.skip(position + 1)
+            elif position < len(text) and text[position] == "}":
+                return Node(start, position + 1, data, members)
+            else:
+                raise ParseError("expected ',' or '}'", text, position)
+
+    def array(self, start: int) -> Node:
+        text, items = self.text, []
+        position = self.skip(start + 1)
+        while True:
+            if position < len(text) and text[position] == "]" and (not items or self.comments):
+                return Node(start, position + 1, items)
+            node = self.value(position)
+            items.append(node.data)
+            position = self.skip(node.end)
+            if position < len(text) and text[position] == ",":
+                position = self.skip(position + 1)
+            elif position < len(text) and text[position] == "]":
+                return Node(start, position + 1, items)
+            else:
+                raise ParseError("expected ',' or ']'", text, position)
+
+
+def parse_config(text: str, *, jsonc: bool) -> Node:
+    """The syntax tree of a configuration file's text (BOM already removed). ParseError if bad.
+
+    Plain JSON is tried first, so a file that is valid JSON is always read as JSON; comments
+    and trailing commas are accepted only when ``jsonc``.
+    """
+    if not text.strip():
+        return Node(0, 0, {}, None)  # an empty file: no object yet
+    try:
+        return _Parser(text, comments=False).parse()
+    except ParseError:
+        if not jsonc:
+            raise
+    return _Parser(text, comments=True).parse()
+
+
+# --- editing the text ---------------------------------------------------------------------------
+
+
+@dataclass
+class Style:
+    """How the file is written, so inserted text looks like its neighbours."""
+
+    newline: str  # "\n" or "\r\n"; "" for a file on one line (then inserted text is one line too)
+    unit: str  # one indent level
+
+
+def detect_style(text: str, root: Node) -> Style:
+    newline = "\r\n" if "\r\n" in text else "\n" if "\n" in text else ""
+    unit = "  "
+    if root.members:
+        indent = _line_indent(text, root.members[0].key_start)
+        if indent is not None and indent:
+            unit = "\t" if indent.startswith("\t") else " " * len(indent)
+    return Style(newline, unit)
+
+
+def _line_indent(text: str, position: int) -> str | None:
+    """The whitespace that starts the line of ``position``, if only whitespace precedes it there."""
+    line_start = text.rfind("\n", 0, position) + 1
+    before = text[line_start:position]
+    return before if before.strip(" \t") == "" else None
+
+
+def _dump(value: Any, style: Style, indent: str) -> str:
+    """``value`` as JSON in ``style``, its continuation lines indented by ``indent``."""
+    if not style.newline:
+        return json.dumps(value, ensure_ascii=False)
+    lines = json.dumps(value, ensure_ascii=False, indent=style.unit).split("\n")
+    return (style.newline + indent).join(lines)
+
+
+def _member_text(key: str, value: Any, style: Style, indent: str) -> str:
+    return f"{json.dumps(key, ensure_ascii=False)}: {_dump(value, style, indent)}"
+
+
+def _container_indent(text: str, container: Node, owner_start: int | None) -> str:
+    """The indent of the line an object starts on (the line of its key when it is a member's value)."""
+    return _line_indent(text, owner_start if owner_start is not None else container.start) or ""
+
+
+def insert_member(text: str, container: Node, owner_start: int | None, key: str, value: Any, style: Style) -> str:
+    """``text`` with ``"key": value`` added as the last member of the object ``container``."""
+    assert container.members is not None
+    outer = _container_indent(text, container, owner_start)
+    if not container.members:  # an empty object: write its inside anew
+        if not style.newline:
+            return text[:container.start] + "{" + _member_text(key, value, style, "") + "}" + text[container.end:]
+        inner = outer + style.unit
+        body = text[container.start + 1:container.end - 1]
+        if body.strip():  # only comments inside (JSONC): keep them, add the member before the brace
+            return (text[:container.end - 1].rstrip() + style.newline + inner + _member_text(key, value, style, inner)
+                    + style.newline + outer + "}" + text[container.end:])
+        return (text[:container.start] + "{" + style.newline + inner + _member_text(key, value, style, inner)
+                + style.newline + outer + "}" + text[container.end:])
+    last = container.members[-1]
+    indent = _line_indent(text, last.key_start)
+    if not style.newline or indent is None:  # members share a line: add it there, on one line
+        return text[:last.value.end] + ", " + _member_text(key, value, Style("", style.unit), "") + text[last.value.end:]
+    # The last member ends its line: the comma goes right after its value, the new member on a
+    # line of its own after anything else on that line (a trailing comma, a comment).
+    position, comma = last.value.end, False
+    while True:
+        while position < len(text) and text[position] in " \t":
+            position += 1
+        if text.startswith(",", position):
+            comma, position = True, position + 1
+        elif text.startswith("//", position):
+            newline = text.find("\n", position)
+            position = len(text) if newline < 0 else newline
+        elif text.startswith("/*", position) and "\n" not in text[position:text.find("*/", position)]:
+            position = text.find("*/", position) + 2
+        else:
+            break
+    new = style.newline + indent + _member_text(key, value, style, indent)
+    if not (text.startswith("\n", position) or text.startswith("\r\n", position)):
+        # Something else follows on that line (the closing brace): break the line after the value.
+        return text[:last.value.end] + "," + new + text[last.value.end:]
+    if comma:  # a trailing comma (JSONC) already separates the last member from the new one
+        return text[:position] + new + text[position:]
+    return text[:last.value.end] + "," + text[last.value.end:position] + new + text[position:]
+
+
+def replace_value(text: str, member: Member, value: Any, style: Style) -> str:
+    """``text`` with ``member``'s value replaced by ``value`` (its key and everything else kept)."""
+    indent = _line_indent(text, member.key_start)
+    if indent is None:  # the member shares its line with others: keep the value on one line
+        style, indent = Style("", style.unit), ""
+    return text[:member.value.start] + _dump(value, style, indent) + text[member.value.end:]
+
+
+@dataclass
+class Merge:
+    """The outcome of merging an entry into a configuration file's text."""
+
+    text: str
+    replaced: bool  # an entry of that name was there (and --force was given)
+    method: str  # "new file", "inserted" (textual edit) or "re-serialised"
+
+
+def merge_entry(text: str, servers_key: str, name: str, entry: dict[str, Any], *, force: bool, jsonc: bool,
+                label: str = "the configuration file") -> Merge:
+    """The new text of a configuration file with ``servers_key.name`` set to ``entry``.
+
+    Raises Refused when the file cannot be parsed or merged, or the name exists without ``force``.
+    """
+    bom = "\ufeff" if text.startswith("\ufeff") else ""
+    body = text[len(bom):]
+    try:
+        root = parse_config(body, jsonc=jsonc)
+    except ParseError as error:
+        hint = " (comments and trailing commas are not allowed in this file)" if not jsonc else ""
+        raise Refused(f"{label} is not valid JSON: {error}{hint}; it was left as it is") from None
+    if root.members is None and root.data == {} and not body.strip():
+        new = json.dumps({servers_key: {name: entry}}, ensure_ascii=False, indent=2) + "\n"
+        return Merge(bom + new, False, "new file")
+    if root.members is None:
+        raise Refused(f"{label} holds {type(root.data).__name__} at the top level, not an object; it was left as it is")
+    servers = [member for member in root.members if member.key == servers_key]
+    if len(servers) > 1:
+        raise Refused(f"{label} has the key {servers_key!r} twice; it was left as it is")
+    expected = copy.deepcopy(root.data)
+    style = detect_style(body, root)
+    replaced = False
+    if not servers:
+        expected[servers_key] = {name: entry}
+        new = insert_member(body, root, None, servers_key, {name: entry}, style)
+    else:
+        holder = servers[0]
+        if holder.value.members is None:
+            raise Refused(f"{label}: {servers_key!r} is {type(holder.value.data).__name__}, not an object; "
+                          "it was left as it is")
+        same = [member for member in holder.value.members if member.key == name]
+        if len(same) > 1:
+            raise Refused(f"{label} names the server {name!r} twice; it was left as it is")
+        if same and not force:
+            raise Refused(f"{label} already has a server named {name!r}; give --force to replace it, "
+                          "or --name to add another")
+        expected[servers_key][name] = entry
+        if same:
+            replaced = True
+            new = replace_value(body, same[0], entry, style)
+        else:
+            new = insert_member(body, holder.value, holder.key_start, name, entry, style)
+    if _reads_as(new, expected, jsonc):
+        return Merge(bom + new, replaced, "inserted")
+    if jsonc and not _reads_as(body, root.data, False):  # comments would be lost: do not write
+        raise Refused(f"{label} could not be edited without losing its comments; it was left as it is")
+    newline = style.newline or "\n"
+    again = json.dumps(expected, ensure_ascii=False, indent=style.unit).replace("\n", newline) + newline
+    return Merge(bom + again, replaced, "re-serialised")
+
+
+def _reads_as(text: str, expected: Any, jsonc: bool) -> bool:
+    try:
+        return parse_config(text, jsonc=jsonc).data == expected
+    except ParseError:
+        return False
+
+
+# --- writing files ------------------------------------------------------------------------------
+
+
+def backup_path(path: str, now: datetime.datetime | None = None) -> str:
+    """A free ``PATH.YYYYMMDD-HHMMSS[-N].bak`` name beside ``path``."""
+    stamp = (now or datetime.datetime.now()).strftime("%Y%m%d-%H%M%S")
+    candidate, number = f"{path}.{stamp}.bak", 1
+    while os.path.lexists(candidate):
+        number += 1
+        candidate = f"{path}.{stamp}-{number}.bak"
+    return candidate
+
+
+def write_backup(path: str, data: bytes, mode: int) -> str:
+    """Copy ``data`` (the old file) to a new backup file beside ``path``; return its name."""
+    while True:
+        target = backup_path(path)
+        try:
+            descriptor = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_BINARY", 0), mode & 0o777)
+        except FileExistsError:  # taken between the check and the open: pick the next name
+            continue
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        return target
+
+
+def atomic_write(path: str, data: bytes, mode: int) -> None:
+    """Replace (or create) ``path`` with ``data``: temporary file, fsync, rename, directory fsync."""
+    directory = os.path.dirname(path) or "."
+    descriptor, temporary = tempfile.mkstemp(dir=directory, prefix=f".{os.path.basename(path)}.", suffix=".tmp")
+    try:
+        with os.fdopen(descriptor, "wb") as stream:
+            stream.write(data)
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.chmod(temporary, mode & 0o7777)
+        os.replace(temporary, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(temporary)
+        raise
+    if hasattr(os, "O_DIRECTORY"):  # make the rename itself durable (POSIX)
+        directory_descriptor = os.open(directory, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            os.fsync(directory_descriptor)
+        finally:
+            os.close(directory_descriptor)
+
+
+@dataclass
+class Written:
+    path: str
+    backup: str | None
+    merge: Merge
+
+
+def install_into_file(path: str, servers_key: str, name: str, entry: dict[str, Any], *, force: bool,
+                      jsonc: bool) -> Written:
+    """Merge the entry into the JSON file at ``path`` (created with its directories if missing)."""
+    path = os.path.realpath(path)  # a link (dotfile managers) keeps pointing at the rewritten file
+    if os.path.isdir(path):
+        raise Refused(f"{path} is a directory, not a configuration file")
+    try:
+        with open(path, "rb") as stream:
+            old: bytes | None = stream.read()
+        mode = os.stat(path).st_mode
+    except FileNotFoundError:
+        old, mode = None, 0o666 & ~_umask()
+    if old is None:
+        merge = merge_entry("", servers_key, name, entry, force=force, jsonc=jsonc, label=path)
+    else:
+        try:
+            text = old.decode("utf-8")
+        except UnicodeDecodeError as error:
+            raise Refused(f"{path} is not UTF-8 text (byte {error.start}); it was left as it is") from None
+        merge = merge_entry(text, servers_key, name, entry, force=force, jsonc=jsonc, label=path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    backup = write_backup(path, old, mode) if old is not None else None
+    atomic_write(path, merge.text.encode("utf-8"), mode)
+    return Written(path, backup, merge)
+
+
+def _umask() -> int:
+    mask = os.umask(0o022)
+    os.umask(mask)
+    return mask
+
+
+# --- the two subcommands ------------------------------------------------------------------------
+
+
+@dataclass
+class Environment:
+    """What the subcommands read from the world; tests pass their own."""
+
+    platform: str = sys.platform
+    environ: Mapping[str, str] = field(default_factory=lambda: os.environ)
+    cwd: str = field(default_factory=os.getcwd)
+    argv0: str | None = None
+    executable: str | None = None
+    out: Callable[[str], Any] = field(default_factory=lambda: (lambda text: sys.stdout.write(text + "\n")))
+    err: Callable[[str], Any] = field(default_factory=lambda: (lambda text: sys.stderr.write(text + "\n")))
+
+
+PRINT_DESCRIPTION = """\
+Print a ready configuration entry for mcp-ref-fs in the format of one MCP host: JSON for Claude
+Desktop, VS Code and Cursor, a 'claude mcp add' command for Claude Code. It names this
+mcp-ref-fs by its absolute path and the ROOTs as absolute paths, so the host needs no PATH or
+activated venv. Only the entry goes to stdout (pipe it, or paste it into the file); where the host
+keeps its configuration on this platform, where its logs are and what restart it needs go to
+stderr. Nothing is written; 'mcp-ref-fs install' writes it for you."""
+
+INSTALL_DESCRIPTION = """\
+Add mcp-ref-fs to an MCP host's own configuration: the file at that host's documented location on
+this platform (Claude Desktop, VS Code, Cursor; --workspace: the project's file in the current
+directory; --config PATH: any file), or, for Claude Code, by running 'claude mcp add' (printed
+instead, exit status 1, when claude is not on PATH).
+
+The entry is merged: other servers and keys are kept byte for byte, the file is replaced
+atomically, and the previous file is kept beside it as NAME.YYYYMMDD-HHMMSS.bak. An entry of the
+same name is replaced only with --force. A file that does not parse is refused (exit status 1) and
+left as it is; comments and trailing commas are accepted in VS Code's mcp.json only (JSONC)."""
+
+COMMON_EPILOG = """\
+exit status: 0 done; 1 refused (the message says why; nothing was changed); 2 bad arguments.
+A directory named print-config or install is served with 'mcp-ref-fs -- print-config' or
+'mcp-ref-fs ./print-config'."""
+
+
+def _parser(command: str) -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog=f"mcp-ref-fs {command}",
+        description=PRINT_DESCRIPTION if command == "print-config" else INSTALL_DESCRIPTION,
+        epilog=COMMON_EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    parser.add_argument("--client", required=True, choices=CLIENTS, metavar="HOST",
+                        help="the host to configure: " + ", ".join(CLIENTS))
+    parser.add_argument("--name", default=DEFAULT_NAME, help=f"the server's name in the host (default {DEFAULT_NAME})")
+    if command == "install":
+        parser.add_argument("--workspace", action="store_true",
+                            help="the project's file in the current directory: .vscode/mcp.json (VS Code), "
+                                 ".cursor/mcp.json (Cursor); Claude Code: --scope project (.mcp.json)")
+        parser.add_argument("--force", action="store_true", help="replace an entry of the same name")
+        parser.add_argument("--config", metavar="PATH", help="write this file instead of the host's own (JSON hosts)")
+    parser.add_argument("roots", nargs="*", metavar="ROOT", help="an allowed directory (default: the current directory)")
+    return parser
+
+
+def main(command: str, argv: Sequence[str], environment: Environment | None = None) -> int:
+    """Run ``mcp-ref-fs COMMAND ARGV...`` (``command`` is ``print-config`` or ``install``)."""
+    env = environment or Environment()
+    options = _parser(command).parse_args(list(argv))
+    try:
+        if not options.name or any(ord(char) < 32 for char in options.name):
+            raise UsageError("--name must be a non-empty name without control characters")
+        command_line = server_command(env.argv0, env.executable) + absolute_roots(options.roots, env.cwd)
+        warning = temporary_environment_warning(command_line)
+        if warning:
+            env.err(f"mcp-ref-fs: warning: {warning}")
+        if command == "print-config":
+            return _print_config(options, command_line, env)
+        return _install(options, command_line, env)
+    except UsageError as error:
+        env.err(f"mcp-ref-fs {command}: {error}")
+        return 2
+    except Refused as error:
+        env.err(f"mcp-ref-fs {command}: {error}")
+        return 1
+    except OSError as error:  # the configuration file or its directory cannot be read or written
+        where = f" {error.filename}" if error.filename else ""
+        env.err(f"mcp-ref-fs {command}: cannot update{where}: {error.strerror or error}; the configuration was not changed")
+        return 1
+
+
+def _notes(client: str, facts: HostFacts, *, wrote: str | None = None) -> list[str]:
+    lines = []
+    if wrote is None and client != "claude-code" and facts.user_config is not None:
+        lines.append(f"{DISPLAY[client]} reads its servers from {facts.user_config}"
+                     + (f", or {facts.workspace_config} in a project" if facts.workspace_config else ""))
+        lines.append(f"merge the entry into it, or run: mcp-ref-fs install --client {client}")
+    lines.append(f"logs: {facts.logs}")
+    lines.append(f"after a change: {facts.restart}")
+    lines.extend(facts.notes)
+    return lines
+
+
+def _print_config(options: argparse.Namespace, command_line: list[str], env: Environment) -> int:
+    client = options.client
+    facts = host_facts(client, env.platform, env.environ)
+    if client == "claude-code":
+        env.out(shlex.join(claude_add_command(options.name, command_line)))
+    else:
+        env.out(json.dumps({SERVERS_KEY[client]: {options.name: server_entry(client, command_line)}}, indent=2,
+                           ensure_ascii=False))
+    for line in _notes(client, facts):
+        env.err(f"# {line}")
+    return 0
+
+
+def _install(options: argparse.Namespace, command_line: list[str], env: Environment) -> int:
+    client = options.client
+    facts = host_facts(client, env.platform, env.environ)
+    if client == "claude-code":
+        if options.config:
+            raise UsageError("--config does not apply to claude-code: its servers are added with 'claude mcp add'")
+        return _install_claude_code(options, command_line, env, facts)
+    if options.config:
+        path = os.path.join(env.cwd, os.path.expanduser(options.config))
+    elif options.workspace:
+        if facts.workspace_config is None:
+            raise UsageError(f"{DISPLAY[client]} has no project configuration file; leave out --workspace")
+        path = os.path.join(env.cwd, facts.workspace_config)
+    elif facts.user_config is None:
+        raise Refused(" ".join(facts.notes) or f"{DISPLAY[client]} has no configuration file on this platform")
+    else:
+        path = facts.user_config
+    written = install_into_file(path, SERVERS_KEY[client], options.name, server_entry(client, command_line),
+                                force=options.force, jsonc=client == "vscode")
+    verb = "replaced" if written.merge.replaced else "added"
+    env.out(f"{verb} the server {options.name!r} in {written.path}"
+            + (" (a new file)" if written.backup is None else f"; the previous file is {written.backup}"))
+    if written.merge.method == "re-serialised":
+        env.out("note: the file was written anew with its indent (the entry could not be inserted in place)")
+    env.out(f"command: {shlex.join(command_line)}")
+    for line in _notes(client, facts, wrote=written.path):
+        env.out(line)
+    return 0
+
+
+def _install_claude_code(options: argparse.Namespace, command_line: list[str], env: Environment,
+                         facts: HostFacts) -> int:
+    add = claude_add_command(options.name, command_line, project=options.workspace)
+    claude = shutil.which("claude", path=env.environ.get("PATH"))
+    if claude is None:
+        env.err("mcp-ref-fs install: 'claude' is not on PATH, so nothing was installed. Run this where Claude Code is:")
+        env.out(shlex.join(add))
+        return 1
+
+    def run(arguments: list[str], quiet: bool = False) -> int:
+        done = subprocess.run([claude, *arguments], cwd=env.cwd, env=dict(env.environ), stdin=subprocess.DEVNULL,
+                              capture_output=quiet, text=True)
+        return done.returncode
+
+    if run(["mcp", "get", options.name], quiet=True) == 0:
+        if not options.force:
+            raise Refused(f"Claude Code already has a server named {options.name!r} ('claude mcp get {options.name}' "
+                          "shows it); give --force to replace it, or --name to add another")
+        run(["mcp", "remove", "--scope", "project" if options.workspace else "local", options.name], quiet=True)
+    env.out(f"running: {shlex.join(add)}")
+    status = run(add[1:])
+    if status != 0:
+        raise Refused(f"'claude mcp add' failed with exit status {status}")
+    for line in _notes("claude-code", facts, wrote="claude"):
+        env.out(line)
+    return 0
