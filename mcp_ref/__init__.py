@@ -2,11 +2,11 @@
 stdio transport and server dispatcher, serving legacy (initialize-era) clients too.
 
 Reading order for a newcomer, following one message from stdin to stdout:
-``wire`` (framing, JSON-RPC) -> ``stdio`` (asyncio transport) -> ``dispatcher`` (eras, routing,
-errors) -> ``meta`` / ``versions`` -> the feature modules (``discover``, ``tools``, ``resources``,
-``prompts``, ``completion``, ``pagination``, ``subscriptions`` + ``watch``, ``mrtr`` +
-``requeststate``, ``sealing`` (the one HMAC, for request state and cursors), ``legacy``,
-``ratelimit``) -> ``server`` (the API).
+``wire`` (framing, JSON-RPC) -> ``stdio`` (asyncio transport; ``stderr``: logs that never
+block) -> ``dispatcher`` (eras, routing, errors) -> ``meta`` / ``versions`` -> the feature
+modules (``discover``, ``tools``, ``resources``, ``prompts``, ``completion``, ``pagination``,
+``subscriptions`` + ``watch``, ``mrtr`` + ``requeststate``, ``sealing`` (the one HMAC, for
+request state and cursors), ``legacy``, ``ratelimit``) -> ``server`` (the API).
 """
 
 from .caching import CacheHint

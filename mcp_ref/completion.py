@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import InternalError, InvalidParams
+from .errors import InternalError, InvalidParams, clip
 
 if TYPE_CHECKING:
     from .context import RequestContext
@@ -48,18 +48,22 @@ async def complete(server: Server, ctx: RequestContext, params: dict[str, Any]) 
     argument = params.get("argument")
     if not isinstance(argument, dict) or not isinstance(argument.get("name"), str) or not isinstance(argument.get("value"), str):
         raise InvalidParams('"argument" must be {"name": string, "value": string}')
-    context = params.get("context") or {}
-    context_arguments = context.get("arguments") if isinstance(context, dict) else None
+    context = params.get("context")
+    if context is None:
+        context = {}
+    if not isinstance(context, dict):
+        raise InvalidParams('"context" must be an object')
+    context_arguments = context.get("arguments")
     if context_arguments is not None and not isinstance(context_arguments, dict):
         raise InvalidParams('"context.arguments" must be an object')
     if kind == "ref/prompt":
         prompt = server.prompts.get(target)
         if prompt is None:
-            raise InvalidParams(f"Unknown prompt: {target}", {"name": target})
+            raise InvalidParams(f"Unknown prompt: {clip(target)}", {"name": clip(target)})
         if prompt.arguments and argument["name"] not in {a.name for a in prompt.arguments}:
-            raise InvalidParams(f"Prompt {target!r} has no argument {argument['name']!r}")
+            raise InvalidParams(f"Prompt {target!r} has no argument {clip(argument['name'])!r}")
     elif not any(t.uri_template == target for t in server.resource_templates) and target not in server.resources:
-        raise InvalidParams(f"Unknown resource template: {target}", {"uri": target})
+        raise InvalidParams(f"Unknown resource template: {clip(target)}", {"uri": clip(target)})
     completer: Callable[..., Any] | None = server.completers.get((kind, target))
     if completer is None:
         return {"completion": {"values": [], "hasMore": False}}

@@ -12,7 +12,7 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
-from .meta import LOG_LEVEL_RANK, client_has_capability
+from .meta import LOG_LEVEL_RANK, client_has_capability, is_log_level
 from .mrtr import InputRequired, validate_input_response
 
 if TYPE_CHECKING:
@@ -123,7 +123,7 @@ class RequestContext:
         level (modern ``_meta`` logLevel, or legacy ``logging/setLevel``) at or below ``level``;
         always written to stderr through :mod:`logging`. Returns whether a notification was sent.
         """
-        if level not in LOG_LEVEL_RANK:
+        if not is_log_level(level):
             raise ValueError(f"unknown log level {level!r}")
         log.log(_PYTHON_LEVEL[level], "%s%s", f"[{logger}] " if logger else "", data)
         if self.log_level is None or self._finished or self._cancelled:

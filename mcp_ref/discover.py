@@ -1,9 +1,10 @@
 """``server/discover``: versions, capabilities and identity in one request.
 
 Spec: server/discover (2026-07-28). Every server must implement it; a dual-era client sends it
-first on stdio to learn the server's era. The result lists the versions we serve (legacy ones
-too when the server serves them), the capabilities derived from what is registered, and
-optional instructions; ``serverInfo`` and caching hints are added by the dispatcher, as for
+first on stdio to learn the server's era. The result lists the versions a request may name in
+its ``_meta`` (never the initialize-era ones, which work only through ``initialize``; a -32022
+names those apart), the capabilities derived from what is registered, and optional
+instructions; ``serverInfo`` and caching hints are added by the dispatcher, as for
 every result.
 """
 

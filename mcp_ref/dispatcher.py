@@ -28,12 +28,16 @@ Each request then goes through a few named steps, top to bottom in this file:
 5. ``_complete`` (modern: ``resultType``, ``serverInfo``, caching hints), ``legacy.to_legacy_result``
    (the negotiated version's shape), or ``_input_required`` (an interim result).
 
-Exceptions become wire errors in exactly one place (``_error_for``). A cancelled request gets no
-response at all.
+Exceptions become wire errors in exactly one place (``_error_for``), ``SystemExit``,
+``KeyboardInterrupt`` and ``GeneratorExit`` from a handler included: they end that request with
+an error, never the server. Only the client's ``notifications/cancelled`` (or shutdown) silences
+a request: a ``CancelledError`` the handler raised on its own (an inner task it awaited was
+cancelled) is answered with an error too. A cancelled request's id is free for reuse at once.
 
 On shutdown (EOF or a signal), ``shutdown`` lets in-flight requests finish within a grace
-period, cancels what is left, closes open subscriptions gracefully (each gets its final
-response), and tells the server's watch hooks that nothing is watched any more.
+period, answers what is left with -32603 ("the server is shutting down") and cancels it, closes
+open subscriptions gracefully (each gets its final response), and tells the server's watch hooks
+that nothing is watched any more.
 """
 
 from __future__ import annotations
@@ -48,6 +52,7 @@ from . import completion, discover, legacy, prompts, resources, subscriptions, t
 from .caching import CACHEABLE_METHODS
 from .context import RequestContext
 from .errors import (
+    TOO_MANY_DIGITS,
     InternalError,
     InvalidRequest,
     LegacyResourceNotFound,
@@ -56,6 +61,8 @@ from .errors import (
     ResourceNotFound,
     ToolError,
     UnsupportedProtocolVersion,
+    clip,
+    too_many_digits,
 )
 from .meta import SERVER_INFO, carries_modern_meta, parse_progress_token, parse_request_meta
 from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, check_input_request, parse_input_responses, required_capability
@@ -111,11 +118,19 @@ class InFlight:
     method: str
     context: RequestContext | None = None
     cancelled: bool = False
+    cost: int = 0  # the request's estimated parsed size (wire.Request.cost), counted in in_flight_cost
 
 
 def _key(request_id: Any) -> tuple[type, Any]:
     # 1 and "1" are different request ids.
     return (type(request_id), request_id)
+
+
+def _being_cancelled() -> bool:
+    """Was ``cancel()`` called on the running task (by ``_cancel_entry``), as opposed to a
+    ``CancelledError`` raised from something the handler awaited?"""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _has_capability(capabilities: dict[str, Any], needed: str) -> bool:
@@ -134,6 +149,9 @@ class Dispatcher:
         # Answered requests whose task still waits for room in the pipe: their ids are free again.
         self._draining: set[asyncio.Task[None]] = set()
         self._slots = asyncio.Semaphore(max_concurrency)
+        # Estimated bytes of the requests whose tasks are alive (subscriptions included): the
+        # transport starts no new request while this is over its budget.
+        self.in_flight_cost = 0
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self.idle = asyncio.Event()
@@ -153,12 +171,35 @@ class Dispatcher:
         else:
             self._loop.call_soon_threadsafe(self.send, message)
 
+    def _emitter_for(self, entry: InFlight) -> Callable[[dict[str, Any]], None]:
+        """``emit`` for one request's progress and log notifications. A notification a worker
+        thread queued just before the client's cancellation is dropped when its turn comes on
+        the loop, never written after it; and as these are optional, a sink that can shed them
+        under backpressure (``write_optional``) may."""
+        write = getattr(self._sink, "write_optional", self._sink.write)
+
+        def send_unless_cancelled(message: dict[str, Any]) -> None:
+            if not entry.cancelled:
+                write(encode_message(message))
+
+        def emit(message: dict[str, Any]) -> None:
+            if threading.get_ident() == self._loop_thread:
+                send_unless_cancelled(message)
+            else:
+                self._loop.call_soon_threadsafe(send_unless_cancelled, message)
+
+        return emit
+
     # --- input --------------------------------------------------------------------------------
 
     @property
     def backlog(self) -> int:
         """Requests in flight, subscriptions excluded (the transport pauses reading when this is large)."""
         return len(self._in_flight) + len(self._draining) - len(self.server.subscriptions)
+
+    def is_in_flight(self, request_id: Any) -> bool:
+        """Is a request with this id running (not answered, not cancelled)?"""
+        return _key(request_id) in self._in_flight
 
     def handle(self, event: Event) -> None:
         """Act on one event from the wire reader. Never raises, never blocks."""
@@ -175,10 +216,11 @@ class Dispatcher:
     def _start(self, request: Request) -> None:
         key = _key(request.id)
         if key in self._in_flight:
-            self.send(error_response(request.id, InvalidRequest(f"Request id {request.id!r} is already in use by a request in flight")))
+            self.send(error_response(request.id, InvalidRequest(f"Request id {clip(request.id)!r} is already in use by a request in flight")))
             return
         task = self._loop.create_task(self._serve(request))
-        entry = InFlight(task, request.method)
+        entry = InFlight(task, request.method, cost=request.cost)
+        self.in_flight_cost += entry.cost
         self._in_flight[key] = entry
         self.idle.clear()
         task.add_done_callback(lambda _: self._finished(key, entry))
@@ -190,6 +232,7 @@ class Dispatcher:
             self._draining.add(entry.task)
 
     def _finished(self, key: tuple[type, Any], entry: InFlight) -> None:
+        self.in_flight_cost -= entry.cost
         if self._in_flight.get(key) is entry:  # the id may belong to a newer request by now
             del self._in_flight[key]
         self._draining.discard(entry.task)
@@ -203,7 +246,7 @@ class Dispatcher:
         elif method == "notifications/initialized":
             self.server.legacy.initialized = True
         else:
-            log.debug("ignoring notification %s", method)
+            log.debug("ignoring notification %s", clip(method))
 
     def _cancel(self, request_id: Any, reason: Any) -> None:
         if not is_valid_id(request_id):
@@ -213,8 +256,13 @@ class Dispatcher:
         if entry is None:
             log.debug("cancellation of unknown or finished request %r ignored", request_id)
             return
-        log.info("request %r (%s) cancelled by the client%s", request_id, entry.method, f": {reason}" if reason else "")
+        log.info("request %r (%s) cancelled by the client%s", clip(request_id), entry.method, f": {clip(reason)}" if reason else "")
         self._cancel_entry(entry)
+        # The id is the client's again at once, even before the task has unwound: a request
+        # reusing it may follow in the same read as the cancellation.
+        self._answered(_key(request_id), entry)
+        if entry.method == "subscriptions/listen":
+            self.server.subscriptions.discard(request_id)  # nothing more on this stream from now on
 
     @staticmethod
     def _cancel_entry(entry: InFlight) -> None:
@@ -238,8 +286,9 @@ class Dispatcher:
         try:
             line = encode_message(response)
         except (TypeError, ValueError, RecursionError) as exc:
-            log.error("result of %s (id %r) is not JSON-serializable: %s", request.method, request.id, exc)
-            line = encode_message(error_response(request.id, InternalError(f"Internal error: the {request.method} result could not be encoded")))
+            log.error("result of %s (id %r) is not JSON-serializable: %s", request.method, clip(request.id), exc)
+            why = TOO_MANY_DIGITS if too_many_digits(exc) else "it could not be encoded as JSON"
+            line = encode_message(error_response(request.id, InternalError(f"Internal error: the {request.method} result was not sent: {why}")))
         self._sink.write(line)
         self._answered(_key(request.id), entry)
         await self._sink.drain()
@@ -255,8 +304,15 @@ class Dispatcher:
             except Exception as exc:
                 return error_response(request.id, self._error_for(exc, modern, request.method))
         except asyncio.CancelledError:
-            raise
-        except Exception as exc:  # the one place exceptions become wire errors
+            if entry.cancelled or _being_cancelled():
+                raise  # the client's cancellation (or shutdown's): no response
+            # Raised inside the handler (it awaited a task that was cancelled): only the client may
+            # silence a request, so this one is answered like any other failure.
+            log.error("handler for %s (id %r) was interrupted by a cancellation the client did not ask for", request.method, clip(request.id))
+            return error_response(request.id, InternalError(f"Internal error while handling {request.method}"))
+        except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:  # the one place exceptions become wire errors
+            # SystemExit (argparse, sys.exit) and KeyboardInterrupt from a handler end that request,
+            # never the server: the other requests in flight are still answered.
             return error_response(request.id, self._error_for(exc, modern, request.method))
         return result_response(request.id, result)
 
@@ -278,14 +334,14 @@ class Dispatcher:
             # A modern-only server: name our versions so a legacy user sees why (basic/versioning).
             requested = params.get("protocolVersion")
             raise UnsupportedProtocolVersion(
-                requested if isinstance(requested, str) else "",
+                requested if isinstance(requested, str) else "",  # clipped by the error
                 list(MODERN_VERSIONS),
                 f"This server speaks only MCP {', '.join(MODERN_VERSIONS)} (no initialize handshake); "
                 "upgrade the client to a version that sends per-request _meta",
             )
         route = (MODERN_METHODS if modern else LEGACY_METHODS).get(method)
         if route is None:
-            raise MethodNotFound(f"Method not found: {method}", {"method": method})
+            raise MethodNotFound(f"Method not found: {clip(method)}", {"method": clip(method)})
         handler, needed = route
         if needed is not None and not _has_capability(self.server.capabilities("modern" if modern else "legacy"), needed):
             raise MethodNotFound(f"Method not found: {method} (this server does not offer {needed})", {"method": method})
@@ -294,7 +350,7 @@ class Dispatcher:
     def _modern_context(self, request: Request) -> RequestContext:
         """Everything a 2026-07-28 request says about its client, from its own ``_meta`` (and MRTR params)."""
         server, params = self.server, request.params
-        meta = parse_request_meta(params, server.supported_versions)
+        meta = parse_request_meta(params, server.supported_versions, server.initialize_versions)
         input_responses: dict[str, Any] = {}
         context = RequestContext(
             request_id=request.id,
@@ -337,6 +393,7 @@ class Dispatcher:
         handler = self._route(request.method, request.params, modern)
         context = self._modern_context(request) if modern else self._legacy_context(request)
         entry.context = context
+        context._emit = self._emitter_for(entry)
         context._cancelled = entry.cancelled
         limit = self.server.rate_limits.get(request.method)
         try:
@@ -396,7 +453,7 @@ class Dispatcher:
             f"This {'tool' if method == 'tools/call' else method} needs input from the client "
             f"({', '.join(wanted) or 'a follow-up round'}), which this server can only request from "
             f"MCP {MODERN_VERSIONS[0]} clients (multi round-trip requests); this client speaks "
-            f"{self.server.legacy.version}. Upgrade the client or use a tool that needs no interaction."
+            f"{self.server.legacy.version}, so upgrade the client or use a tool that needs no interaction"
         )
         if method == "tools/call":
             return tools.tool_error_result(explanation)
@@ -410,16 +467,27 @@ class Dispatcher:
             return exc
         if isinstance(exc, ToolError):
             return InternalError(str(exc))
+        if too_many_digits(exc):
+            log.error("handler for %s failed: %s", method, exc)
+            return InternalError(f"Internal error while handling {method}: {TOO_MANY_DIGITS}")
         log.error("handler for %s failed", method, exc_info=exc)
         return InternalError(f"Internal error while handling {method}")
 
     # --- shutdown -------------------------------------------------------------------------------
 
-    def cancel_in_flight(self) -> None:
-        """Cancel every running request except subscriptions (they close gracefully in ``shutdown``)."""
-        for entry in list(self._in_flight.values()):
-            if entry.method != "subscriptions/listen":
-                self._cancel_entry(entry)
+    def cancel_in_flight(self, reason: str | None = None) -> None:
+        """Cancel every running request except subscriptions (they close gracefully in ``shutdown``).
+
+        With a ``reason`` (the server is shutting down), each is first answered -32603 with it:
+        every request gets exactly one response unless the client cancelled it. Requests
+        cancelled already are left alone (never answered twice).
+        """
+        for key, entry in list(self._in_flight.items()):
+            if entry.method == "subscriptions/listen" or entry.cancelled:
+                continue
+            if reason is not None:
+                self.send(error_response(key[1], InternalError(f"Internal error: {reason}")))
+            self._cancel_entry(entry)
 
     async def shutdown(self, grace_seconds: float) -> None:
         """Finish in-flight work within ``grace_seconds``, cancel the rest, close subscriptions gracefully."""
@@ -428,8 +496,11 @@ class Dispatcher:
         if work:
             _, pending = await asyncio.wait(work, timeout=grace_seconds)
             if pending:
-                log.warning("shutting down: cancelling %d request(s) still running after %.1f s", len(pending), grace_seconds)
-                self.cancel_in_flight()
+                # Answered requests whose lines still drain, and ones already cancelled, are not "still running".
+                running = sum(1 for e in self._in_flight.values() if e.method != "subscriptions/listen" and not e.cancelled)
+                if running:
+                    log.warning("shutting down: %d request(s) still running after %.1f s are answered with an error and cancelled", running, grace_seconds)
+                self.cancel_in_flight("the server is shutting down")
                 for task in self._draining:
                     task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)

@@ -22,6 +22,33 @@ UNSUPPORTED_PROTOCOL_VERSION = -32022
 LEGACY_RESOURCE_NOT_FOUND = -32002  # 2025-11-25 and earlier only
 
 
+# Client input quoted back in an error (message or data) is cut to this many characters: a
+# client can send megabytes where a name or URI is expected, and must not get them back.
+ECHO_CHARS = 200
+
+
+def clip(value: Any, limit: int = ECHO_CHARS) -> Any:
+    """A string of client input as an error may quote it: at most ``limit`` characters, then "...".
+
+    Anything that is not a string is returned as is (callers quote only strings and short scalars).
+    """
+    if isinstance(value, str) and len(value) > limit:
+        return value[:limit] + "..."
+    return value
+
+
+def too_many_digits(exc: BaseException) -> bool:
+    """Is ``exc`` Python's refusal to convert an integer of more than ``sys.get_int_max_str_digits()``
+    digits to or from text? (A guard against quadratic-time conversions; 4300 digits by default.)"""
+    return isinstance(exc, ValueError) and "integer string conversion" in str(exc)
+
+
+TOO_MANY_DIGITS = (
+    "a number has more digits than this server converts to or from text "
+    "(Python's limit for integer-string conversion, 4300 digits by default)"
+)
+
+
 class ProtocolError(Exception):
     """An error the peer should see as a JSON-RPC error object."""
 
@@ -78,7 +105,7 @@ class ResourceNotFound(InvalidParams):
     """
 
     def __init__(self, uri: str, message: str = "Resource not found") -> None:
-        super().__init__(message, {"uri": uri})
+        super().__init__(message, {"uri": clip(uri)})
         self.uri = uri
 
 
@@ -102,15 +129,29 @@ class MissingRequiredClientCapability(ProtocolError):
 
 
 class UnsupportedProtocolVersion(ProtocolError):
-    """The requested protocol version is not one this server serves (-32022)."""
+    """The requested protocol version is not one this server serves (-32022).
+
+    ``data.supported`` lists the versions a request may name in ``_meta``;
+    ``data.initializeVersions`` (only on a server that serves them) the initialize-era versions,
+    which a client reaches only through ``initialize``. ``data.requested`` echoes the client's
+    version, cut to ``ECHO_CHARS`` characters.
+    """
 
     code = UNSUPPORTED_PROTOCOL_VERSION
 
-    def __init__(self, requested: Any, supported: list[str], message: str | None = None) -> None:
-        super().__init__(
-            message or f"Unsupported protocol version {requested!r}; this server supports: {', '.join(supported)}",
-            {"supported": list(supported), "requested": requested},
-        )
+    def __init__(
+        self, requested: Any, supported: list[str], message: str | None = None, initialize_versions: list[str] | None = None
+    ) -> None:
+        requested = clip(requested)
+        if message is None:
+            message = f"Unsupported protocol version {requested!r}; this server supports {', '.join(supported)}"
+            if initialize_versions:
+                message += f" in _meta, and {', '.join(initialize_versions)} only through initialize"
+        data: dict[str, Any] = {"supported": list(supported), "requested": requested}
+        if initialize_versions:
+            # Not in "supported": a client that picked one of these for _meta would be refused again.
+            data["initializeVersions"] = list(initialize_versions)
+        super().__init__(message, data)
 
 
 class ToolError(Exception):

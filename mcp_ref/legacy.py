@@ -40,7 +40,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidParams
-from .meta import LOG_LEVEL_RANK, LOG_LEVELS, SERVER_INFO
+from .meta import LOG_LEVELS, SERVER_INFO, is_log_level
 from .subscriptions import check_room_for_uris, check_uri_length
 from .versions import negotiate_legacy_version
 
@@ -99,7 +99,7 @@ async def ping(server: Server, ctx: RequestContext, params: dict[str, Any]) -> d
 async def set_level(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``logging/setLevel``: the minimum level of ``notifications/message`` for the whole session."""
     level = params.get("level")
-    if level not in LOG_LEVEL_RANK:
+    if not is_log_level(level):
         raise InvalidParams(f'"level" must be one of: {", ".join(LOG_LEVELS)}')
     server.legacy.log_level = level
     return {}

@@ -46,11 +46,17 @@ def carries_modern_meta(params: dict[str, Any]) -> bool:
     return isinstance(meta, dict) and (PROTOCOL_VERSION in meta or CLIENT_CAPABILITIES in meta)
 
 
-def parse_request_meta(params: dict[str, Any], advertised_versions: list[str]) -> RequestMeta:
+def is_log_level(value: Any) -> bool:
+    """One of the eight level names (a client's list or object is simply not one: no hashing of it)."""
+    return isinstance(value, str) and value in LOG_LEVEL_RANK
+
+
+def parse_request_meta(params: dict[str, Any], advertised_versions: list[str], initialize_versions: list[str] | None = None) -> RequestMeta:
     """Validate the modern ``_meta`` of a request.
 
     Raises ``InvalidParams`` (-32602) when a required key is missing or mistyped, and
-    ``UnsupportedProtocolVersion`` (-32022) when the version is well formed but not served.
+    ``UnsupportedProtocolVersion`` (-32022) when the version is well formed but not served
+    (naming ``advertised_versions`` as supported, and any ``initialize_versions`` apart).
     """
     meta = params.get("_meta")
     if not isinstance(meta, dict):
@@ -63,12 +69,12 @@ def parse_request_meta(params: dict[str, Any], advertised_versions: list[str]) -
         raise InvalidParams(f"params._meta[{CLIENT_CAPABILITIES!r}] is required and must be an object")
     if version not in MODERN_VERSIONS:
         # Legacy versions are served only through ``initialize``, never in a modern ``_meta``.
-        raise UnsupportedProtocolVersion(version, advertised_versions)
+        raise UnsupportedProtocolVersion(version, advertised_versions, initialize_versions=initialize_versions)
     client_info = meta.get(CLIENT_INFO)
     if client_info is not None and not isinstance(client_info, dict):
         raise InvalidParams(f"params._meta[{CLIENT_INFO!r}] must be an object")
     log_level = meta.get(LOG_LEVEL)
-    if LOG_LEVEL in meta and log_level not in LOG_LEVEL_RANK:
+    if LOG_LEVEL in meta and not is_log_level(log_level):
         raise InvalidParams(f"params._meta[{LOG_LEVEL!r}] must be one of: {', '.join(LOG_LEVELS)}")
     return RequestMeta(version, capabilities, client_info, log_level, parse_progress_token(meta))
 

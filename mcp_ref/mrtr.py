@@ -32,7 +32,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
-from .errors import InvalidParams, MissingRequiredClientCapability
+from .errors import InvalidParams, MissingRequiredClientCapability, clip
 from .meta import client_has_capability
 
 MRTR_METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
@@ -43,12 +43,18 @@ class InputRequired(Exception):
 
     ``requests`` maps server-chosen keys to input requests (see ``elicit_form``, ``elicit_url``,
     ``sample``, ``list_roots``); ``state`` is any JSON value the handler wants back on the retry
-    (``ctx.state``). At least one of them must be given.
+    (``ctx.state``). At least one of them must be given. Keys are strings: ``inputRequests`` is a
+    JSON object, where ``1`` and ``"1"`` would be the same member.
     """
 
     def __init__(self, requests: Mapping[str, dict[str, Any]] | None = None, state: Any = None) -> None:
         if not requests and state is None:
             raise ValueError("InputRequired needs input requests, state, or both")
+        not_strings = [key for key in (requests or {}) if not isinstance(key, str)]
+        if not_strings:
+            raise ValueError(
+                f"InputRequired keys must be strings (they become the members of the inputRequests object), got {not_strings[0]!r}"
+            )
         super().__init__("input required")
         self.requests = dict(requests or {})
         self.state = state
@@ -216,14 +222,22 @@ def validate_input_response(key: str, input_request: dict[str, Any], response: A
     """Check that the client's answer has the shape of the result its request calls for.
 
     -32602 for a malformed answer: the client sent something, but not an ``ElicitResult``,
-    ``CreateMessageResult`` or ``ListRootsResult`` as asked.
+    ``CreateMessageResult`` or ``ListRootsResult`` as asked (a root must be a ``file://`` URI).
+
+    An elicitation answer carries ``content`` only when a form was accepted (the schema's
+    ``ElicitResult``): content that comes with ``decline`` or ``cancel``, or with an accepted
+    URL-mode request, is dropped, so the handler never sees data the user did not submit.
     """
     method = input_request["method"]
     problem = _input_response_problem(method, response)
-    if problem is None and method == "elicitation/create" and response["action"] == "accept":
-        problem = _form_content_problem(input_request["params"], response.get("content"))
+    if problem is None and method == "elicitation/create":
+        form = input_request["params"].get("mode", "form") == "form"
+        if response["action"] == "accept" and form:
+            problem = _form_content_problem(input_request["params"], response.get("content"))
+        elif "content" in response:
+            response = {name: value for name, value in response.items() if name != "content"}
     if problem:
-        raise InvalidParams(f"inputResponses[{key!r}] is not a valid {method} result: {problem}", {"key": key})
+        raise InvalidParams(f"inputResponses[{key!r}] is not a valid {method} result: {clip(problem)}", {"key": key})
     return response
 
 
@@ -236,6 +250,11 @@ def _form_content_problem(params: dict[str, Any], content: Any) -> str | None:
 
     problems = compile_schema(schema)({} if content is None else content)
     return f"content does not match the requested schema: {'; '.join(problems[:5])}" if problems else None
+
+
+def _is_file_uri(uri: str) -> bool:
+    """A ``file://`` URI (client/roots: the only scheme roots may use) with no control characters."""
+    return uri[:7].lower() == "file://" and uri.isprintable()
 
 
 def _input_response_problem(method: str, response: Any) -> str | None:
@@ -261,5 +280,10 @@ def _input_response_problem(method: str, response: Any) -> str | None:
         roots = response.get("roots")
         if not isinstance(roots, list) or not all(isinstance(r, dict) and isinstance(r.get("uri"), str) for r in roots):
             return "roots must be a list of objects with a uri"
+        for index, root in enumerate(roots):
+            if not _is_file_uri(root["uri"]):
+                return f"roots[{index}].uri must be a file:// URI"
+            if "name" in root and not isinstance(root["name"], str):
+                return f"roots[{index}].name must be a string"
         return None
     return f"unknown input request method {method!r}"  # pragma: no cover - builders only make the three

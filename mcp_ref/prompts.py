@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .content import content_problem, prompt_message, with_optional
-from .errors import InternalError, InvalidParams
+from .errors import InternalError, InvalidParams, clip
 from .meta import check_meta_keys
 from .pagination import page_result
 
@@ -77,7 +77,9 @@ class Prompt:
         declared = {argument.name for argument in self.arguments}
         unknown = sorted(set(arguments) - declared)
         if unknown:
-            raise InvalidParams(f"Prompt {self.name!r} has no argument(s): {', '.join(unknown)}", {"unknown": unknown})
+            shown = [clip(name, 64) for name in unknown[:10]]  # client input: quoted briefly
+            more = f" and {len(unknown) - len(shown)} more" if len(unknown) > len(shown) else ""
+            raise InvalidParams(f"Prompt {self.name!r} has no argument(s): {', '.join(shown)}{more}", {"unknown": shown})
         not_strings = sorted(name for name, value in arguments.items() if not isinstance(value, str))
         if not_strings:
             raise InvalidParams(f"Prompt arguments must be strings: {', '.join(not_strings)}")
@@ -134,6 +136,6 @@ async def get_prompt(server: Server, ctx: RequestContext, params: dict[str, Any]
         raise InvalidParams('prompts/get needs "name", a string')
     prompt = server.prompts.get(name)
     if prompt is None:
-        raise InvalidParams(f"Unknown prompt: {name}", {"name": name})
+        raise InvalidParams(f"Unknown prompt: {clip(name)}", {"name": clip(name)})
     arguments = prompt.check_arguments(params.get("arguments"))
     return prompt.to_result(await server.invoke(prompt.handler, ctx, arguments))

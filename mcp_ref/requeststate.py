@@ -18,21 +18,33 @@ restart or reach another instance; otherwise it is random per process, and a res
 refuses old tokens (the client is simply asked again). Tokens are signed, not encrypted: never
 put secrets in the state. Nothing stops a token from being replayed within its lifetime; a
 handler with one-time semantics must record redemption itself.
+
+A token has to come back inside one request line, so ``seal`` refuses (``InternalError``, logged
+for the handler's author) a state that would make the retry longer than the transport's line
+limit (``max_line_bytes``, set by the transport): such a token could never be used, and the
+client's retry would only be refused with ``id: null``.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import os
 import time
 from typing import Any, Mapping, NamedTuple
 
-from .errors import InvalidParams
+from .errors import InternalError, InvalidParams
 from .sealing import Signer, b64url_decode, b64url_encode
+from .wire import DEFAULT_MAX_LINE_BYTES
+
+log = logging.getLogger("mcp_ref")
 
 DEFAULT_STATE_TTL_SECONDS = 600
 PURPOSE = "requestState"
+# Room a retry needs besides the token and the salient params: the JSON-RPC envelope, _meta,
+# and short input responses.
+RETRY_ENVELOPE_BYTES = 4096
 
 
 def salient_params(method: str, params: dict[str, Any]) -> Any:
@@ -55,6 +67,7 @@ class StateSealer:
     def __init__(self, key: bytes | None = None, ttl_seconds: float = DEFAULT_STATE_TTL_SECONDS) -> None:
         self.signer = Signer(key)  # the server's one key; list cursors are signed with it too
         self.ttl_seconds = ttl_seconds
+        self.max_line_bytes = DEFAULT_MAX_LINE_BYTES  # the transport's input line limit
 
     def _binding(self, method: str, params: dict[str, Any]) -> str:
         canonical = json.dumps([method, salient_params(method, params)], sort_keys=True, separators=(",", ":"))
@@ -80,7 +93,21 @@ class StateSealer:
         if answered:
             sealed["a"] = dict(answered)
         payload = json.dumps(sealed, separators=(",", ":")).encode()
-        return f"{b64url_encode(payload)}.{b64url_encode(self.signer.tag(PURPOSE, payload))}"
+        token = f"{b64url_encode(payload)}.{b64url_encode(self.signer.tag(PURPOSE, payload))}"
+        retry_bytes = len(token) + RETRY_ENVELOPE_BYTES
+        if retry_bytes > self.max_line_bytes // 2:  # only then is the exact size worth computing
+            retry_bytes += len(json.dumps(salient_params(method, params), separators=(",", ":"), default=str))
+        if retry_bytes > self.max_line_bytes:
+            log.error(
+                "a %s handler's requestState is too large to come back: the retry would need about %d bytes, "
+                "over the %d-byte input line limit; keep less in the state (and in the answers it carries)",
+                method, retry_bytes, self.max_line_bytes,
+            )  # fmt: skip
+            raise InternalError(
+                f"Internal error: the {method} handler's requestState is too large to send back "
+                f"(a retry would need about {retry_bytes} bytes; the line limit is {self.max_line_bytes})"
+            )
+        return token
 
     def open(self, token: Any, method: str, params: dict[str, Any], now: float | None = None) -> OpenedState:
         """What a token presented with this request carries; -32602 if it fails any check."""

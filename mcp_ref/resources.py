@@ -27,7 +27,7 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from .caching import CacheHint
 from .content import blob_resource, resource_contents_problem, text_resource, with_optional
-from .errors import InternalError, InvalidParams, ResourceNotFound
+from .errors import InternalError, InvalidParams, ResourceNotFound, clip
 from .meta import check_meta_keys
 from .pagination import LIST_CHANGED, decode_cursor, encode_cursor, invalid_cursor, is_offset, page_result
 from .uritemplate import UriTemplate
@@ -131,9 +131,9 @@ def to_contents(uri: str, value: Any, mime_type: str | None) -> list[dict[str, A
     if isinstance(value, list) and value:
         for item in value:
             if problem := resource_contents_problem(item):
-                raise InternalError(f"Resource handler for {uri!r} returned malformed contents: {problem}")
+                raise InternalError(f"Resource handler for {clip(uri)!r} returned malformed contents: {problem}")
         return value
-    raise InternalError(f"Resource handler for {uri!r} returned no contents")
+    raise InternalError(f"Resource handler for {clip(uri)!r} returned no contents")
 
 
 # --- the methods -------------------------------------------------------------------------------
@@ -235,7 +235,7 @@ async def read_resource(server: Server, ctx: RequestContext, params: dict[str, A
     if not isinstance(uri, str):
         raise InvalidParams('resources/read needs "uri", a string')
     if len(uri) > MAX_URI_LENGTH:
-        raise InvalidParams(f"URI longer than {MAX_URI_LENGTH} characters", {"uri": uri[:200] + "..."})
+        raise InvalidParams(f"URI longer than {MAX_URI_LENGTH} characters", {"uri": clip(uri)})
     resource = server.resources.get(uri)
     if resource is not None:
         value = await server.invoke(resource.handler, ctx)

@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from .errors import clip
+
 # Declared $schema URI (without a trailing "#", scheme-insensitive) -> jsonschema validator name.
 DIALECTS: dict[str, str] = {
     "json-schema.org/draft/2020-12/schema": "Draft202012Validator",
@@ -142,5 +144,6 @@ def _check_references(schema: dict[str, Any], registry: Any, unresolvable: type[
 
 
 def _describe(error: Any) -> str:
-    where = "/".join(str(part) for part in error.absolute_path)
-    return f"{where or '(root)'}: {error.message}"
+    # Messages quote the offending value (client input): keep a short prefix of each part.
+    where = clip("/".join(str(part) for part in error.absolute_path), 100)
+    return f"{where or '(root)'}: {clip(error.message, 300)}"

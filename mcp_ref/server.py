@@ -38,7 +38,7 @@ from .resources import Resource, ResourceTemplate
 from .sealing import Signer
 from .subscriptions import LIST_CHANGED_FIELDS, SubscriptionHub
 from .tools import Tool
-from .versions import supported_versions
+from .versions import initialize_versions, supported_versions
 from .watch import WatchHooks, WatchSet
 
 LIST_KINDS = ("tools", "prompts", "resources")
@@ -136,8 +136,14 @@ class Server:
 
     @property
     def supported_versions(self) -> list[str]:
-        """Versions advertised by ``server/discover`` and in -32022 errors."""
-        return supported_versions(include_legacy=not self.modern_only)
+        """Versions advertised by ``server/discover`` and in -32022 ``data.supported``: those a
+        request may name in ``_meta`` (the modern ones; legacy versions work only through ``initialize``)."""
+        return supported_versions()
+
+    @property
+    def initialize_versions(self) -> list[str]:
+        """The initialize-era versions served (none on a modern-only server), named apart in -32022 errors."""
+        return initialize_versions(include_legacy=not self.modern_only)
 
     def capabilities(self, era: str = "modern") -> dict[str, Any]:
         """Server capabilities, derived from what is registered and what the server emits."""
@@ -458,7 +464,8 @@ class Server:
         """Serve over stdio until stdin closes or a signal arrives; returns the exit status (0).
 
         ``options`` go to :func:`mcp_ref.stdio.serve_stdio` (``max_line_bytes``,
-        ``shutdown_grace_seconds``, ``max_concurrency``).
+        ``shutdown_grace_seconds``, ``max_concurrency``, ``max_in_flight_bytes``,
+        ``flush_timeout_seconds``).
         """
         from .stdio import run_stdio
 

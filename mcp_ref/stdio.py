@@ -6,36 +6,73 @@ Theory of operation
 -------------------
 * **stdout is reserved.** At start we duplicate fd 1 for the protocol and point fd 1 (and
   ``sys.stdout``) at stderr, so a stray ``print()`` -- or a C library writing to fd 1 -- lands on
-  stderr instead of corrupting the message stream. Both are restored on exit.
-* **Reading.** Pipes, sockets and TTYs are read through an asyncio read transport: bytes go
-  straight into the ``WireReader`` and each complete event to the dispatcher, with no thread and
-  no per-message task for the I/O itself. asyncio refuses regular files (``server < file``), so
-  those are read with plain ``os.read`` in chunks on the loop (a regular file never blocks).
-  When too many requests are in flight, reading pauses until the backlog drains.
-* **Writing.** One writer owns the protocol fd. ``write`` queues a whole line at once (the event
-  loop is single-threaded, so lines never interleave) and the OS gets it immediately when the
-  pipe has room; ``drain`` waits when the pipe is full (backpressure). A regular-file or closed
-  stdout is written with plain ``os.write``.
-* **Shutdown.** EOF on stdin (or SIGTERM/SIGINT) stops reading; in-flight requests get a grace
-  period to finish (a second signal ends it at once), the rest are cancelled, open subscriptions
-  are closed gracefully, output is flushed, and ``run_stdio`` returns 0. None of these I/O steps uses a thread pool, so busy
-  synchronous handlers can never stop the server from reading a cancellation.
+  stderr instead of corrupting the message stream. Both are restored on exit, unless a
+  synchronous handler is still running then: it could still print, so fd 1 stays on stderr.
+  ``sys.stdout`` is a ``stderr.DivertedStdout`` meanwhile, so a print never blocks the loop.
+* **Any descriptors.** Pipes, sockets and TTYs are polled by the event loop and read and written
+  with plain non-blocking ``os.read``/``os.writev`` (no asyncio transport, no thread), so stdin
+  and stdout may even be one socket (inetd, systemd socket activation, ``socat``). Regular files
+  and ``/dev/null`` cannot be polled and never block, so they are read and written directly.
+* **Reading is pulled, and bounded by bytes.** Input goes into the ``WireReader`` as raw bytes;
+  ``_pump`` turns it into events and hands them to the dispatcher only while the budgets allow:
+  fewer than ``BACKLOG_HIGH_WATER`` requests waiting or running, less than
+  ``max_in_flight_bytes`` of (estimated, parsed) requests in flight -- open subscriptions
+  included -- and no more than ``WRITE_HIGH_WATER`` bytes of output queued for a client that is
+  not reading. Over budget, input is *held*: reading goes on until ``HELD_INPUT_BYTES`` wait
+  unparsed, and then stops (the kernel pipe fills and the client blocks). Meanwhile every
+  ``notifications/cancelled`` among the held bytes that names a request in flight is taken out
+  and honoured at once, so a cancellation never waits behind the backlog it wants to shrink.
+* **Writing.** ``_Output`` is the only writer of the protocol fd. ``write`` queues a whole line
+  (the loop is single-threaded, so lines never interleave) and the queue goes out in one
+  ``writev`` at the end of the loop iteration, or when the pipe has room again. ``drain`` waits
+  while more than ``WRITE_HIGH_WATER`` bytes are queued (backpressure). A request's progress
+  and log notifications are optional: above ``OPTIONAL_OUTPUT_LIMIT`` queued bytes they are
+  shed, and counted in the log. A closed stdout (EPIPE, or the pipe's reader gone) ends the
+  session: nothing more can be delivered, so nothing more is worth computing.
+* **Shutdown.** EOF on stdin, SIGTERM, SIGINT or SIGHUP stops reading. What was read is still
+  served: requests in flight and input held back get ``shutdown_grace_seconds``; what is still
+  unfinished then is answered -32603 ("the server is shutting down") and cancelled, so every
+  request read gets exactly one response unless the client cancelled it. Open subscriptions
+  get their graceful-closure response. Output is flushed, but only until grace +
+  ``flush_timeout_seconds``: a client that does not read cannot hold the process. A second
+  signal skips what is left of both at once. None of these steps uses a thread, so a busy
+  synchronous handler never stops the server from reading a cancellation.
+
+Cancel-safety: ``_Output.drain`` and ``_Output.close`` only stop *waiting* when cancelled (what
+was queued stays queued); ``serve``, if cancelled, still runs the whole shutdown in its
+``finally``. Everything else here is a plain callback that runs to completion on the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
+import errno
+import itertools
 import logging
+import math
 import os
 import selectors
 import signal
 import stat
 import sys
 import time
-from typing import TYPE_CHECKING, Any
+from collections import deque
+from typing import TYPE_CHECKING, Any, Callable
 
+from . import stderr
 from .dispatcher import Dispatcher
-from .wire import DEFAULT_MAX_LINE_BYTES, WireReader
+from .errors import InternalError
+from .wire import (
+    CANCELLED,
+    DEFAULT_MAX_LINE_BYTES,
+    BadMessage,
+    Event,
+    Notification,
+    Request,
+    WireReader,
+    error_response,
+    is_valid_id,
+)
 
 if TYPE_CHECKING:
     from .server import Server
@@ -44,11 +81,31 @@ log = logging.getLogger("mcp_ref")
 
 READ_CHUNK_BYTES = 256 * 1024
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 5.0
+# After the grace period, how long queued output may take to reach a client that reads slowly.
+DEFAULT_FLUSH_TIMEOUT_SECONDS = 5.0
 DEFAULT_MAX_CONCURRENCY = 64
-# Reading pauses while more than this many requests wait or run (bounded memory under a flood).
+# No new request is started while this many wait or run (subscriptions have their own bound).
 BACKLOG_HIGH_WATER = 1024
+# No new request is started while requests in flight (subscriptions included) are estimated to
+# hold this much parsed input (wire.estimated_cost); the first one always starts.
+DEFAULT_MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
+# Input read ahead, unparsed, while no new request may start: the window in which cancellations
+# are honoured ahead of their turn.
+HELD_INPUT_BYTES = 4 * 1024 * 1024
+# Output queued for the client: drain() waits above the high mark until the low one; no new
+# request starts above the high mark; a request's progress and log notifications are shed above
+# OPTIONAL_OUTPUT_LIMIT.
+WRITE_HIGH_WATER = 1024 * 1024
+WRITE_LOW_WATER = 256 * 1024
+OPTIONAL_OUTPUT_LIMIT = 4 * 1024 * 1024
+# How often held input is looked at again while the budgets are full.
+HOLD_RETRY_SECONDS = 0.01
 # After shutdown, how long cancelled synchronous handlers get to notice and return.
 SYNC_HANDLER_EXIT_WAIT_SECONDS = 1.0
+# The reason given in the -32603 of requests cut short (the dispatcher says the same at the end of the grace).
+SHUTTING_DOWN = "the server is shutting down"
+# os.writev takes at most this many buffers at once.
+_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 
 
 def _is_pollable(fd: int) -> bool:
@@ -66,104 +123,235 @@ def _is_pollable(fd: int) -> bool:
     return True
 
 
-class _ReadProtocol(asyncio.Protocol):
-    """Feeds bytes from an asyncio read transport into the wire reader."""
-
-    def __init__(self, session: StdioSession) -> None:
-        self._session = session
-
-    def data_received(self, data: bytes) -> None:
-        self._session.feed(data)
-
-    def eof_received(self) -> bool:
-        self._session.feed_eof()
-        return False
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        self._session.feed_eof()
+def _describe(exc: BaseException) -> str:
+    """An OSError as "EPIPE: Broken pipe" (its str() may be empty)."""
+    number = getattr(exc, "errno", None)
+    name = errno.errorcode.get(number, "") if number else ""
+    text = os.strerror(number) if number else (str(exc) or type(exc).__name__)
+    return f"{name}: {text}" if name else text
 
 
-class _StdoutWriter(asyncio.Protocol):
-    """The single writer of protocol lines (also the asyncio protocol of the write pipe).
+class _Output:
+    """The single writer of protocol lines (see the module docstring, "Writing").
 
-    ``write`` never blocks and never splits a line; ``drain`` waits while the pipe is full (every
-    waiter is woken when it empties); ``close`` flushes what is queued, bounded by a timeout in
-    case the peer stopped reading.
+    ``write`` never blocks and never splits a line. ``drain`` waits while the queue is over the
+    high-water mark; it returns early, without room, once stdout is lost or the shutdown deadline
+    (``set_deadline``) has passed, so nothing waits on a client that stopped reading past that.
+    ``close`` flushes until that deadline and drops the rest.
     """
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, on_lost: Callable[[BaseException], None], on_room: Callable[[], None]) -> None:
         self._fd = fd
-        self._transport: asyncio.WriteTransport | None = None
-        self._resumed: asyncio.Future[None] | None = None  # shared by every waiter while paused
-        self._closed: asyncio.Future[None] | None = None
-        self._broken = False
+        self._on_lost = on_lost
+        self._on_room = on_room  # the queue fell to the low-water mark: input may flow again
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._pollable = False
+        self._watching_fifo = False
+        self._queue: deque[bytes | memoryview] = deque()
+        self.buffered = 0  # bytes queued, not yet taken by the OS
+        self._flush_scheduled = False
+        self._waiting_writable = False
+        self._room_wanted = False
+        self._room: asyncio.Future[None] | None = None  # shared by every drain() waiter
+        self._flushed: asyncio.Future[None] | None = None  # close() waits on it
+        self._deadline_timer: asyncio.TimerHandle | None = None
+        self.expired = False  # the shutdown deadline passed: no more waiting for the client
+        self.lost = False  # the client closed stdout
+        self._closed = False
+        self._shedding = False
+        self.shed = 0  # optional notifications dropped while the client was not reading
 
-    async def open(self) -> None:
-        if not _is_pollable(self._fd):
+    def open(self, loop: asyncio.AbstractEventLoop) -> None:
+        self._loop = loop
+        self._pollable = _is_pollable(self._fd)
+        if not self._pollable:
             return  # plain os.write: regular files and /dev/null take writes without blocking
-        loop = asyncio.get_running_loop()
-        self._closed = loop.create_future()
-        pipe = open(self._fd, "wb", buffering=0, closefd=False)
-        self._transport, _ = await loop.connect_write_pipe(lambda: self, pipe)
+        os.set_blocking(self._fd, False)
+        if stat.S_ISFIFO(os.fstat(self._fd).st_mode):
+            # The write end of a pipe polls readable only when its reader has gone: notice that
+            # at once, not at the next write. (Not for a socket: it may be stdin as well.)
+            loop.add_reader(self._fd, self._reader_gone)
+            self._watching_fifo = True
 
-    # asyncio.Protocol flow control
-    def pause_writing(self) -> None:
-        if self._resumed is None or self._resumed.done():
-            self._resumed = asyncio.get_running_loop().create_future()
-
-    def resume_writing(self) -> None:
-        if self._resumed is not None and not self._resumed.done():
-            self._resumed.set_result(None)
-
-    def connection_lost(self, exc: Exception | None) -> None:
-        if exc is not None:
-            log.error("stdout closed by the peer (%s); dropping further output", exc)
-        self._broken = True
-        self.resume_writing()
-        if self._closed is not None and not self._closed.done():
-            self._closed.set_result(None)
+    @property
+    def congested(self) -> bool:
+        """More output is queued than a reading client would leave: start no new work (and
+        ``on_room`` is called once it is down to the low-water mark)."""
+        if self.buffered > WRITE_HIGH_WATER:
+            self._room_wanted = True
+            return True
+        return False
 
     def write(self, line: bytes) -> None:
         """Queue one whole line. Not a coroutine, so never interrupted: a line is queued entirely
-        or, once stdout is broken, not at all (lines for a peer that closed stdout are dropped)."""
-        if self._broken:
+        or, once stdout is lost or closed, not at all."""
+        if self.lost or self._closed:
             return
-        if self._transport is not None:
-            self._transport.write(line)
+        if not self._pollable:
+            self._write_blocking(line)
             return
+        self._queue.append(line)
+        self.buffered += len(line)
+        if not self._flush_scheduled and not self._waiting_writable:
+            # Lines queued in the same loop iteration leave in one writev.
+            self._flush_scheduled = True
+            assert self._loop is not None
+            self._loop.call_soon(self._flush)
+
+    def write_optional(self, line: bytes) -> None:
+        """Queue a line the client can do without (a request's progress or log notification),
+        unless the client has let more than ``OPTIONAL_OUTPUT_LIMIT`` bytes pile up."""
+        if self.buffered > OPTIONAL_OUTPUT_LIMIT:
+            self.shed += 1
+            if not self._shedding:
+                self._shedding = True
+                log.warning("stdout is backed up (%d bytes queued, the client is not reading): dropping progress and log notifications until it drains", self.buffered)
+            return
+        self.write(line)
+
+    async def drain(self) -> None:
+        """Wait while the queue is over the high-water mark. Cancel-safe: cancelling only stops
+        the waiting; what was queued is still written."""
+        if self.buffered <= WRITE_HIGH_WATER or self.lost or self.expired or self._closed:
+            return
+        if self._room is None or self._room.done():
+            assert self._loop is not None
+            self._room = self._loop.create_future()
+        await asyncio.shield(self._room)
+
+    def set_deadline(self, when: float) -> None:
+        """From loop time ``when`` on, nothing waits for the client any more (drain, close)."""
+        assert self._loop is not None
+        if self._deadline_timer is not None:
+            if self._deadline_timer.when() <= when:
+                return
+            self._deadline_timer.cancel()
+        self._deadline_timer = self._loop.call_at(when, self._expire)
+
+    async def close(self) -> None:
+        """Flush what is queued, until the deadline; then drop the rest and stop writing.
+
+        Cancel-safe: if cancelled, the output is closed all the same (nothing more is written).
+        """
+        try:
+            if self._pollable and not self.lost:
+                self._flush()
+                if self._queue and not self.expired:
+                    assert self._loop is not None
+                    self._flushed = self._loop.create_future()
+                    await asyncio.shield(self._flushed)
+            if self._queue and not self.lost:
+                log.error(
+                    "stdout: %d bytes of output were not taken by the client before the shutdown deadline (is it still reading?); dropped",
+                    self.buffered,
+                )
+        finally:
+            self._shut()
+
+    # --- internals -------------------------------------------------------------------------
+
+    def _write_blocking(self, line: bytes) -> None:
         try:
             view = memoryview(line)
             while view:
                 view = view[os.write(self._fd, view) :]
         except OSError as exc:
-            log.error("stdout is closed (%s); dropping output", exc)
-            self._broken = True
+            self._lose(exc)
 
-    async def drain(self) -> None:
-        """Wait while the pipe is full. Cancel-safe: cancelling only stops the waiting; what was
-        queued is still written."""
-        resumed = self._resumed
-        if resumed is not None and not resumed.done() and not self._broken:
-            await asyncio.shield(resumed)
+    def _flush(self) -> None:
+        """Hand the OS as much of the queue as it takes now; watch for room if some is left."""
+        self._flush_scheduled = False
+        queue = self._queue
+        while queue and not self.lost:
+            batch = list(queue) if len(queue) <= _IOV_MAX else list(itertools.islice(queue, _IOV_MAX))
+            offered = sum(map(len, batch))
+            try:
+                written = os.writev(self._fd, batch)
+            except BlockingIOError:
+                break
+            except OSError as exc:
+                self._lose(exc)
+                return
+            self.buffered -= written
+            taken = written
+            while taken:
+                head = queue[0]
+                if len(head) <= taken:
+                    taken -= len(head)
+                    queue.popleft()
+                else:
+                    queue[0] = memoryview(head)[taken:]
+                    taken = 0
+            if written < offered:
+                break  # the pipe is full
+        self._watch_writable(bool(queue) and not self.lost)
+        if self.buffered <= WRITE_LOW_WATER:
+            if self._shedding:
+                self._shedding = False
+                log.warning("stdout drained: %d progress and log notification(s) were dropped meanwhile", self.shed)
+                self.shed = 0
+            if self._room is not None and not self._room.done():
+                self._room.set_result(None)
+            if self._room_wanted:
+                self._room_wanted = False
+                self._on_room()
+        if not queue and self._flushed is not None and not self._flushed.done():
+            self._flushed.set_result(None)
 
-    async def close(self, timeout: float) -> None:
-        """Flush everything queued (asyncio writes the buffer out before closing), then close.
+    def _watch_writable(self, wanted: bool) -> None:
+        assert self._loop is not None
+        if wanted and not self._waiting_writable:
+            self._loop.add_writer(self._fd, self._flush)
+            self._waiting_writable = True
+        elif not wanted and self._waiting_writable:
+            self._loop.remove_writer(self._fd)
+            self._waiting_writable = False
 
-        Gives up after ``timeout`` seconds (a peer that stopped reading) and drops what is left.
-        If cancelled, the transport still finishes closing in the background.
-        """
-        if self._transport is None or self._closed is None:
+    def _reader_gone(self) -> None:
+        self._lose(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE)))
+
+    def _lose(self, exc: BaseException) -> None:
+        if self.lost:
             return
-        self._transport.close()
-        try:
-            await asyncio.wait_for(asyncio.shield(self._closed), timeout)
-        except asyncio.TimeoutError:
-            log.error("stdout did not drain within %.1f s (is the client still reading?); giving up", timeout)
-            self._transport.abort()
+        self.lost = True
+        self._queue.clear()
+        self.buffered = 0
+        self._release_waiters()
+        self._stop_watching()
+        assert self._loop is not None
+        # Not from inside write(): the session's reaction cancels tasks, maybe the caller's own.
+        self._loop.call_soon(self._on_lost, exc)
+
+    def _expire(self) -> None:
+        self.expired = True
+        self._release_waiters()
+
+    def _release_waiters(self) -> None:
+        for future in (self._room, self._flushed):
+            if future is not None and not future.done():
+                future.set_result(None)
+
+    def _stop_watching(self) -> None:
+        if self._loop is None or self._loop.is_closed():
+            return
+        self._watch_writable(False)
+        if self._watching_fifo:
+            self._loop.remove_reader(self._fd)
+            self._watching_fifo = False
+
+    def _shut(self) -> None:
+        self._closed = True
+        self._queue.clear()
+        self.buffered = 0
+        self._release_waiters()
+        self._stop_watching()
+        if self._deadline_timer is not None:
+            self._deadline_timer.cancel()
 
 
 class StdioSession:
-    """Serves one server over a pair of file descriptors until input ends or a signal arrives."""
+    """Serves one server over a pair of file descriptors until input ends, a signal arrives, or
+    the client closes stdout."""
 
     def __init__(
         self,
@@ -174,19 +362,38 @@ class StdioSession:
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         shutdown_grace_seconds: float = DEFAULT_SHUTDOWN_GRACE_SECONDS,
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
+        max_in_flight_bytes: int = DEFAULT_MAX_IN_FLIGHT_BYTES,
+        flush_timeout_seconds: float = DEFAULT_FLUSH_TIMEOUT_SECONDS,
     ) -> None:
+        for name, value in (("max_line_bytes", max_line_bytes), ("max_concurrency", max_concurrency), ("max_in_flight_bytes", max_in_flight_bytes)):
+            if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+                raise ValueError(f"{name} must be a positive integer, not {value!r}")
+        for name, seconds in (("shutdown_grace_seconds", shutdown_grace_seconds), ("flush_timeout_seconds", flush_timeout_seconds)):
+            _check_seconds(name, seconds)
         self.server = server
         self._in_fd = in_fd
         self._reader = WireReader(max_line_bytes)
-        self._writer = _StdoutWriter(out_fd)
-        self._grace = shutdown_grace_seconds
+        self._output = _Output(out_fd, on_lost=self._stdout_lost, on_room=self._pump)
+        self._grace = float(shutdown_grace_seconds)
+        self._flush_timeout = float(flush_timeout_seconds)
         self._max_concurrency = max_concurrency
+        self._max_in_flight_bytes = max_in_flight_bytes
         self._dispatcher: Dispatcher | None = None
-        self._read_transport: asyncio.ReadTransport | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Event | None = None
-        self._paused = False
+        self._in_pollable = False
+        self._reading = False  # a reader callback is registered on in_fd
+        self._read_more = True  # false once shutdown begins: no more input is read
+        self._accepting = True  # false once the grace period is over: no more requests start
+        self._holding = False  # input waits because a budget is full
+        self._retry: asyncio.TimerHandle | None = None
+        self._file_reader: asyncio.Task[None] | None = None
+        self.hard_stopped = False  # a second signal, or stdout lost: no waiting for anything
+
+    # --- input ------------------------------------------------------------------------------------
 
     def feed(self, data: bytes) -> None:
+        """Bytes read from stdin."""
         self._reader.feed(data)
         self._pump()
 
@@ -199,92 +406,267 @@ class StdioSession:
         if self._done is not None:
             self._done.set()
 
-    def stop(self) -> None:
-        """A signal: shut down gracefully; if already shutting down, stop waiting for in-flight work."""
-        if self._done is None:
+    def _start_reading(self) -> None:
+        self._in_pollable = _is_pollable(self._in_fd)
+        if self._in_pollable:
+            os.set_blocking(self._in_fd, False)
+            self._update_reading()
+        else:
+            assert self._loop is not None
+            self._file_reader = self._loop.create_task(self._read_file())
+
+    def _may_read(self) -> bool:
+        if not self._read_more or self._reader.at_eof:
+            return False
+        # Held input is bounded; a partial line alone is bounded by the reader (max_line_bytes).
+        return not self._holding or self._reader.buffered_bytes < HELD_INPUT_BYTES
+
+    def _update_reading(self) -> None:
+        if not self._in_pollable or self._loop is None:
             return
-        if self._done.is_set() and self._dispatcher is not None:
-            log.warning("signalled again while shutting down: cancelling in-flight requests now")
-            self._dispatcher.cancel_in_flight()
-        self._done.set()
+        wanted = self._may_read()
+        if wanted and not self._reading:
+            self._loop.add_reader(self._in_fd, self._on_readable)
+            self._reading = True
+        elif not wanted and self._reading:
+            self._loop.remove_reader(self._in_fd)
+            self._reading = False
 
-    def _pump(self) -> None:
-        dispatcher = self._dispatcher
-        assert dispatcher is not None
-        for event in self._reader.events():
-            dispatcher.handle(event)
-        if self._read_transport is not None and not self._paused and dispatcher.backlog > BACKLOG_HIGH_WATER:
-            self._paused = True
-            self._read_transport.pause_reading()
-            asyncio.get_running_loop().create_task(self._resume_when_drained())
-
-    async def _resume_when_drained(self) -> None:
-        assert self._dispatcher is not None
-        while self._dispatcher.backlog > BACKLOG_HIGH_WATER // 2:
-            await asyncio.sleep(0.005)
-        self._paused = False
-        if self._read_transport is not None and not self._read_transport.is_closing():
-            self._read_transport.resume_reading()
+    def _on_readable(self) -> None:
+        try:
+            data = os.read(self._in_fd, READ_CHUNK_BYTES)
+        except (BlockingIOError, InterruptedError):
+            return
+        except OSError as exc:  # EIO from a hung-up terminal, ECONNRESET from a socket
+            log.warning("reading stdin failed (%s): taking it as the end of input", _describe(exc))
+            data = b""
+        if data:
+            self.feed(data)
+        else:
+            self.feed_eof()
 
     async def _read_file(self) -> None:
+        """stdin is a regular file (or /dev/null): read it in chunks on the loop; it never blocks.
+
+        Never dies silently: an unexpected error is logged and taken as the end of input, so
+        what was read is still answered and the server exits.
+        """
+        try:
+            while self._read_more and not self._reader.at_eof:
+                if not self._may_read():
+                    await asyncio.sleep(HOLD_RETRY_SECONDS)
+                    self._pump()
+                    continue
+                try:
+                    data = os.read(self._in_fd, READ_CHUNK_BYTES)
+                except OSError as exc:
+                    log.warning("reading stdin failed (%s): taking it as the end of input", _describe(exc))
+                    data = b""
+                if not data:
+                    self.feed_eof()
+                    return
+                self.feed(data)
+                await asyncio.sleep(0)  # let handlers run between chunks
+        except asyncio.CancelledError:
+            raise
+        except Exception:
+            log.exception("internal error while reading stdin; taking it as the end of input")
+            self.feed_eof()
+
+    # --- from input to the dispatcher ------------------------------------------------------------
+
+    def _over_budget(self) -> bool:
+        dispatcher = self._dispatcher
+        assert dispatcher is not None
+        return (
+            dispatcher.backlog >= BACKLOG_HIGH_WATER
+            or self._output.congested
+            or dispatcher.in_flight_cost >= self._max_in_flight_bytes
+        )
+
+    def _pump(self) -> None:
+        """Hand complete input to the dispatcher while the budgets allow; else hold it as bytes,
+        honouring the cancellations among it, and look again shortly."""
+        if self._dispatcher is None:
+            return
+        reader = self._reader
+        while self._accepting:
+            if self._over_budget():
+                self._holding = True
+                for cancellation in reader.take_cancellations(self._dispatcher.is_in_flight):
+                    self._dispatch(cancellation)
+                self._retry_soon()
+                break
+            self._holding = False
+            event = self._next_event()
+            if event is None:
+                break
+            self._dispatch(event)
+        self._update_reading()
+
+    def _next_event(self) -> Event | None:
+        try:
+            return self._reader.next_event()
+        except Exception:
+            # A bug or an exhausted resource while reading one line: that line is consumed
+            # already (the reader marks it before parsing), so answer it and go on.
+            log.exception("internal error while reading a message; answering it with -32603 and going on")
+            return BadMessage(None, InternalError("Internal error: the server could not read this message"))
+
+    def _dispatch(self, event: Event) -> None:
         assert self._dispatcher is not None
-        while not self._reader.at_eof and not self._done.is_set():  # type: ignore[union-attr]
-            data = os.read(self._in_fd, READ_CHUNK_BYTES)
-            if not data:
-                self.feed_eof()
-                return
-            self.feed(data)
-            while self._dispatcher.backlog > BACKLOG_HIGH_WATER:
-                await asyncio.sleep(0.005)
-            await asyncio.sleep(0)  # let handlers run between chunks
+        try:
+            self._dispatcher.handle(event)
+        except Exception:
+            log.exception("internal error while dispatching a message; going on")
+
+    def _retry_soon(self) -> None:
+        if self._retry is None and self._loop is not None:
+            self._retry = self._loop.call_later(HOLD_RETRY_SECONDS, self._retry_pump)
+
+    def _retry_pump(self) -> None:
+        self._retry = None
+        self._pump()
+
+    # --- ending --------------------------------------------------------------------------------
+
+    def stop(self) -> None:
+        """A signal: shut down gracefully; if already shutting down, stop waiting for anything."""
+        if self._done is None:
+            return
+        if not self._done.is_set():
+            self._done.set()
+            return
+        if self.hard_stopped:
+            return
+        log.warning("signalled again while shutting down: answering unfinished requests with an error and exiting now")
+        self._hard_stop(answer=True)
+
+    def _hard_stop(self, *, answer: bool) -> None:
+        assert self._loop is not None and self._dispatcher is not None
+        self.hard_stopped = True
+        self._accepting = False
+        self._dispatcher.cancel_in_flight(SHUTTING_DOWN if answer else None)
+        self._output.set_deadline(self._loop.time())
+
+    def _stdout_lost(self, exc: BaseException) -> None:
+        """The client closed stdout: no answer can reach it, so stop everything now."""
+        if self._dispatcher is None or self.hard_stopped:
+            return
+        log.error(
+            "stdout was closed by the client (%s): cancelling %d request(s) in flight, reading no more input, and exiting",
+            _describe(exc),
+            self._dispatcher.backlog,
+        )
+        self._read_more = False
+        self._update_reading()
+        self._hard_stop(answer=False)  # answers could not be delivered
+        if self._done is not None:
+            self._done.set()
 
     async def serve(self) -> None:
-        """Run until EOF or ``stop()``, then shut down gracefully.
+        """Run until EOF, ``stop()`` or a closed stdout, then shut down (see the module docstring).
 
         Cancelling ``serve`` itself is treated like a signal: the shutdown (grace period, graceful
-        subscription closure, flush) still runs, in the ``finally`` block.
+        subscription closure, bounded flush) still runs, in the ``finally`` block.
         """
-        loop = asyncio.get_running_loop()
+        self._loop = asyncio.get_running_loop()
         self._done = asyncio.Event()
-        await self._writer.open()
-        self._dispatcher = Dispatcher(self.server, self._writer, max_concurrency=self._max_concurrency)
-        file_reader = None
-        if _is_pollable(self._in_fd):
-            pipe = open(self._in_fd, "rb", buffering=0, closefd=False)
-            self._read_transport, _ = await loop.connect_read_pipe(lambda: _ReadProtocol(self), pipe)
-        else:
-            file_reader = loop.create_task(self._read_file())
+        self._output.open(self._loop)
+        self._dispatcher = Dispatcher(self.server, self._output, max_concurrency=self._max_concurrency)
+        # A requestState the client could not send back within the line limit is never issued.
+        self.server.sealer.max_line_bytes = self._reader.max_line_bytes
+        self._start_reading()
         try:
             await self._done.wait()
         finally:
-            if self._read_transport is not None:
-                self._read_transport.close()
-            if file_reader is not None:
-                file_reader.cancel()
-            await self._dispatcher.shutdown(self._grace)
-            await self._writer.close(timeout=self._grace + 5.0)
-            self.server.close()
+            await self._shut_down()
+
+    async def _shut_down(self) -> None:
+        loop, dispatcher = self._loop, self._dispatcher
+        assert loop is not None and dispatcher is not None
+        grace_ends = loop.time() + (0.0 if self.hard_stopped else self._grace)
+        self._output.set_deadline(grace_ends + self._flush_timeout)
+        self._read_more = False
+        self._update_reading()
+        if self._file_reader is not None:
+            self._file_reader.cancel()
+        # 1. Input already read (held back by the budgets, say) is still served in the grace period.
+        while self._accepting and self._reader.has_pending_event() and loop.time() < grace_ends:
+            self._pump()
+            await asyncio.sleep(HOLD_RETRY_SECONDS)
+        self._accepting = False
+        if self._retry is not None:
+            self._retry.cancel()
+        # 2. Requests read but never started get their error now.
+        if not self._output.lost:
+            self._refuse_held_input()
+        # 3. In-flight work: the rest of the grace period, then an error answer and cancellation;
+        #    subscriptions end gracefully.
+        await dispatcher.shutdown(max(0.0, grace_ends - loop.time()))
+        # 4. Output goes out until the flush deadline, no longer.
+        await self._output.close()
+        self.server.close()
+
+    def _refuse_held_input(self) -> None:
+        """Answer -32603 to every request still waiting unparsed, unless a cancellation after it
+        (also still waiting) silences it; other held messages are handled as usual (a bad line
+        still gets its error). Only ids are kept, never params: memory stays flat."""
+        assert self._dispatcher is not None
+        refused: dict[tuple[type, Any], list[Any]] = {}  # key -> [id, requests with that id]
+        while (event := self._next_event()) is not None:
+            if isinstance(event, Request):
+                refused.setdefault((type(event.id), event.id), [event.id, 0])[1] += 1
+            elif isinstance(event, Notification) and event.method == CANCELLED and is_valid_id(target := event.params.get("requestId")):
+                waiting = refused.get((type(target), target))
+                if waiting is not None and waiting[1]:
+                    waiting[1] -= 1  # the client cancelled a request it sent: no answer
+                else:
+                    self._dispatch(event)  # cancels a request in flight (or is ignored)
+            else:
+                self._dispatch(event)
+        count = sum(times for _, times in refused.values())
+        if count:
+            log.warning("shutting down: answering %d request(s) that were read but never started with an error", count)
+        for request_id, times in refused.values():
+            for _ in range(times):
+                self._dispatcher.send(error_response(request_id, InternalError(f"Internal error: {SHUTTING_DOWN}; the request was not started")))
+
+
+def _check_seconds(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
+        raise ValueError(f"{name} must be a finite number of seconds, 0 or more, not {value!r}")
+
+
+# --- running on this process's stdin and stdout -------------------------------------------------
 
 
 def _claim_stdout() -> tuple[int, Any]:
-    """Take fd 1 for the protocol; point fd 1 and ``sys.stdout`` at stderr. Returns what to restore."""
+    """Take fd 1 for the protocol; point fd 1 at stderr and ``sys.stdout`` at a non-blocking
+    stand-in that writes there. Returns what to restore."""
     sys.stdout.flush()
     protocol_fd = os.dup(1)
     os.set_inheritable(protocol_fd, False)
     os.dup2(2, 1)
     saved_stdout = sys.stdout
-    sys.stdout = sys.stderr
+    sys.stdout = stderr.DivertedStdout(stderr.shared_sink())
     return protocol_fd, saved_stdout
 
 
-def _release_stdout(protocol_fd: int, saved_stdout: Any) -> None:
+def _release_stdout(protocol_fd: int, saved_stdout: Any, server: Server) -> None:
+    if server.busy_handler_threads:
+        # A synchronous handler still runs and may print: fd 1 and sys.stdout stay on stderr.
+        # Closing our copy of the protocol fd ends stdout for the client all the same.
+        log.debug("leaving stdout diverted to stderr: %d synchronous handler(s) still running", server.busy_handler_threads)
+        os.close(protocol_fd)
+        return
     sys.stdout = saved_stdout
     os.dup2(protocol_fd, 1)
     os.close(protocol_fd)
 
 
 def _restore_blocking(*fds: int) -> None:
-    # asyncio leaves pipes and TTYs non-blocking; the fds are shared with whoever started us.
+    # The fds are shared with whoever started us; we made them non-blocking.
     for fd in fds:
         try:
             os.set_blocking(fd, True)
@@ -292,33 +674,46 @@ def _restore_blocking(*fds: int) -> None:
             pass
 
 
-async def serve_stdio(server: Server, **options: Any) -> None:
-    """Serve ``server`` on this process's stdin/stdout until EOF or SIGTERM/SIGINT."""
+SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+
+
+async def _serve_stdio(server: Server, options: dict[str, Any]) -> StdioSession:
     if os.isatty(0):
         # A person at a terminal, not a host: say what this process expects (stderr only).
         sys.stderr.write("MCP server on stdio: send one JSON-RPC message per line; Ctrl-D ends the session.\n")
     protocol_fd, saved_stdout = _claim_stdout()
     in_fd = os.dup(0)
-    session = StdioSession(server, in_fd, protocol_fd, **options)
     loop = asyncio.get_running_loop()
-    for signum in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(signum, session.stop)
     try:
-        await session.serve()
+        session = StdioSession(server, in_fd, protocol_fd, **options)
+        for signum in SIGNALS:
+            loop.add_signal_handler(signum, session.stop)
+        try:
+            await session.serve()
+        finally:
+            for signum in SIGNALS:
+                loop.remove_signal_handler(signum)
     finally:
-        for signum in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(signum)
         _restore_blocking(in_fd, protocol_fd)
         os.close(in_fd)
-        _release_stdout(protocol_fd, saved_stdout)
+        _release_stdout(protocol_fd, saved_stdout, server)
+    return session
+
+
+async def serve_stdio(server: Server, **options: Any) -> None:
+    """Serve ``server`` on this process's stdin/stdout until EOF, SIGTERM, SIGINT or SIGHUP."""
+    await _serve_stdio(server, options)
 
 
 def configure_logging(level: int | str | None = None) -> None:
-    """Log to stderr (never stdout). Level from the argument or ``$MCP_REF_LOG_LEVEL`` (default WARNING)."""
+    """Log to stderr (never stdout), without ever blocking and with repeats summarised (see
+    ``mcp_ref.stderr``). Level from the argument or ``$MCP_REF_LOG_LEVEL`` (default WARNING).
+    Does nothing to a process whose root logger is configured already."""
     level = level or os.environ.get("MCP_REF_LOG_LEVEL", "WARNING").upper()
     unknown = isinstance(level, str) and level not in logging.getLevelNamesMapping()
+    handler = stderr.StderrHandler(stderr.shared_sink(), stderr.RepeatLimiter())
     logging.basicConfig(
-        stream=sys.stderr, level=logging.WARNING if unknown else level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+        handlers=[handler], level=logging.WARNING if unknown else level, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
     if unknown:
         log.error("ignoring log level %r; using WARNING (choose DEBUG, INFO, WARNING, ERROR or CRITICAL)", level)
@@ -330,17 +725,27 @@ ENVIRONMENT_OPTIONS = {
     "MCP_REF_SHUTDOWN_GRACE_SECONDS": ("shutdown_grace_seconds", float),
     "MCP_REF_MAX_CONCURRENCY": ("max_concurrency", int),
 }
+# Seconds beyond this are refused from the environment (inf and typos like 5e9 included).
+MAX_ENVIRONMENT_SECONDS = 24 * 3600.0
 
 
 def options_from_environment(environ: dict[str, str] | None = None) -> dict[str, Any]:
-    """Transport options set through ``MCP_REF_*`` environment variables (invalid values are reported and ignored)."""
+    """Transport options set through ``MCP_REF_*`` environment variables.
+
+    Invalid values are reported on stderr and ignored (the default applies): integers must be
+    positive; seconds must be finite, 0 or more, and at most a day (``nan``, ``inf`` and
+    negative values are refused).
+    """
     environ = os.environ if environ is None else environ
     options: dict[str, Any] = {}
     for variable, (name, kind) in ENVIRONMENT_OPTIONS.items():
         if variable in environ:
             try:
                 value = kind(environ[variable])
-                if value <= 0:
+                if kind is float:
+                    if not math.isfinite(value) or value < 0 or value > MAX_ENVIRONMENT_SECONDS:
+                        raise ValueError(f"must be a number of seconds from 0 to {MAX_ENVIRONMENT_SECONDS:.0f}")
+                elif value <= 0:
                     raise ValueError("must be positive")
                 options[name] = value
             except ValueError as exc:
@@ -354,9 +759,10 @@ def run_stdio(server: Server, **options: Any) -> int:
     Explicit ``options`` win over ``MCP_REF_*`` environment variables.
     """
     configure_logging()
-    asyncio.run(serve_stdio(server, **{**options_from_environment(), **options}))
-    # Cancelled synchronous handlers see ctx.cancelled and usually stop within moments.
-    deadline = time.monotonic() + SYNC_HANDLER_EXIT_WAIT_SECONDS
+    session = asyncio.run(_serve_stdio(server, {**options_from_environment(), **options}))
+    # Cancelled synchronous handlers see ctx.cancelled and usually stop within moments (not
+    # waited for after a second signal or a closed stdout: nothing waits then).
+    deadline = time.monotonic() + (0.0 if session.hard_stopped else SYNC_HANDLER_EXIT_WAIT_SECONDS)
     while server.busy_handler_threads and time.monotonic() < deadline:
         time.sleep(0.01)
     if server.busy_handler_threads:
@@ -365,6 +771,5 @@ def run_stdio(server: Server, **options: Any) -> int:
         # client can see is flushed already, so leave now.
         log.warning("exiting with %d synchronous handler(s) still running", server.busy_handler_threads)
         logging.shutdown()
-        sys.stderr.flush()
         os._exit(0)
     return 0

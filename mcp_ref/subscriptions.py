@@ -30,7 +30,7 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
-from .errors import InternalError, InvalidParams
+from .errors import InternalError, InvalidParams, clip
 from .meta import SUBSCRIPTION_ID
 from .resources import MAX_URI_LENGTH
 
@@ -74,7 +74,7 @@ def parse_filter(params: dict[str, Any]) -> dict[str, Any]:
 def check_uri_length(uri: str) -> None:
     """-32602 for a subscribed URI longer than ``MAX_URI_LENGTH`` (no resource URI comes near it)."""
     if len(uri) > MAX_URI_LENGTH:
-        raise InvalidParams(f"Subscribed URI longer than {MAX_URI_LENGTH} characters", {"uri": uri[:200] + "..."})
+        raise InvalidParams(f"Subscribed URI longer than {MAX_URI_LENGTH} characters", {"uri": clip(uri)})
 
 
 def check_room_for_uris(server: Server, count: int) -> None:
@@ -141,9 +141,16 @@ class SubscriptionHub:
         self.uri_total += len(subscription.uris)
         return subscription
 
-    def discard(self, request_id: RequestId) -> None:
-        """Forget a stream (its request ended or was cancelled): nothing more is sent for it."""
-        subscription = self._open.pop(_key(request_id), None)
+    def discard(self, request_id: RequestId, subscription: Subscription | None = None) -> None:
+        """Forget a stream (its request ended or was cancelled): nothing more is sent for it.
+
+        With ``subscription``, only that stream: the id may already belong to a newer listen (a
+        cancelled request's id is free for reuse at once).
+        """
+        key = _key(request_id)
+        if subscription is not None and self._open.get(key) is not subscription:
+            return
+        subscription = self._open.pop(key, None)
         if subscription is not None:
             _release(self._uri_refs, subscription.uris)
             _release(self._list_refs, subscription.lists)
@@ -208,6 +215,6 @@ async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) ->
         server._watch_changed()  # after the acknowledgement
         await subscription.closed
     finally:
-        server.subscriptions.discard(ctx.request_id)
+        server.subscriptions.discard(ctx.request_id, subscription)
         server._watch_changed()
     return {"_meta": {SUBSCRIPTION_ID: ctx.request_id}}

@@ -9,26 +9,42 @@ Spec: server/tools (2026-07-28).
   on), not a protocol error; an unknown tool is -32602.
 * A tool with an ``outputSchema`` returns ``structuredContent`` that must conform to it, and also
   the same JSON as text, for clients that read only ``content``.
-* ``ToolError`` raised by a handler becomes an ``isError: true`` result; any other exception is a
-  server fault (-32603 from the dispatcher).
+* Whatever a handler raises is a tool *execution* error (the schema: errors that originate
+  from the tool SHOULD be reported in the result): ``ToolError`` becomes an ``isError: true``
+  result with its message; any other exception an ``isError: true`` result with a generic
+  message, the traceback going to stderr only. Protocol errors a handler raises on purpose
+  (``ProtocolError`` subclasses, ``InputRequired``) stay what they are, and so does a result the
+  library cannot send (malformed content, output that breaks the ``outputSchema``: -32603).
 """
 
 from __future__ import annotations
 
 import json
+import logging
 import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .content import content_problem, text, with_optional
-from .errors import InternalError, InvalidParams, ToolError
+from .errors import (
+    TOO_MANY_DIGITS,
+    InternalError,
+    InvalidParams,
+    ProtocolError,
+    ToolError,
+    clip,
+    too_many_digits,
+)
 from .meta import check_meta_keys
+from .mrtr import InputRequired
 from .pagination import page_result
 from .schemas import SchemaError, check_bounds, compile_schema, dialect_of
 
 if TYPE_CHECKING:
     from .context import RequestContext
     from .server import Server
+
+log = logging.getLogger("mcp_ref")
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 
@@ -220,7 +236,7 @@ def parse_call(params: dict[str, Any], tools: dict[str, Tool]) -> tuple[Tool, di
         raise InvalidParams('tools/call needs "name", a string')
     tool = tools.get(name)
     if tool is None:
-        raise InvalidParams(f"Unknown tool: {name}", {"name": name})
+        raise InvalidParams(f"Unknown tool: {clip(name)}", {"name": clip(name)})
     arguments = params.get("arguments", {})
     if arguments is None:
         arguments = {}
@@ -262,4 +278,12 @@ async def call_tool(server: Server, ctx: RequestContext, params: dict[str, Any])
         value = await server.invoke(tool.handler, ctx, arguments)
     except ToolError as exc:
         return tool_error_result(str(exc) or type(exc).__name__)
+    except (ProtocolError, InputRequired):
+        raise  # raised on purpose: a protocol error, or an interim result
+    except Exception as exc:
+        if too_many_digits(exc):
+            log.error("tool %r failed: %s", tool.name, exc)
+            return tool_error_result(f"Tool {tool.name!r} failed: {TOO_MANY_DIGITS}.")
+        log.error("tool %r failed", tool.name, exc_info=exc)
+        return tool_error_result(f"Tool {tool.name!r} failed with an internal error; the details are in the server's log.")
     return tool.to_result(value)

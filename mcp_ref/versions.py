@@ -17,9 +17,16 @@ LEGACY_VERSIONS: tuple[str, ...] = ("2025-11-25", "2025-06-18", "2025-03-26", "2
 LATEST_LEGACY_VERSION = LEGACY_VERSIONS[0]
 
 
-def supported_versions(include_legacy: bool) -> list[str]:
-    """What ``server/discover`` and -32022 errors advertise: legacy versions only when served."""
-    return list(MODERN_VERSIONS + LEGACY_VERSIONS) if include_legacy else list(MODERN_VERSIONS)
+def supported_versions() -> list[str]:
+    """What ``server/discover`` and -32022 ``data.supported`` advertise: the versions a request may
+    name in its ``_meta``. Legacy versions are not among them: they work only through
+    ``initialize``, so a client that picked one for ``_meta`` would be refused again."""
+    return list(MODERN_VERSIONS)
+
+
+def initialize_versions(include_legacy: bool) -> list[str]:
+    """The initialize-era versions a dual-era server serves (named apart, in -32022 ``data.initializeVersions``)."""
+    return list(LEGACY_VERSIONS) if include_legacy else []
 
 
 def negotiate_legacy_version(requested: object) -> str:

@@ -4,9 +4,9 @@ Spec: basic/transports/stdio (framing) and basic/index#messages (JSON-RPC as MCP
 
 Theory of operation
 -------------------
-A ``WireReader`` is fed raw bytes as they arrive (``feed``) and is then asked for events
-(``events``). It never does I/O and never blocks, so the whole framing layer is testable with
-byte strings.
+A ``WireReader`` is fed raw bytes as they arrive (``feed``) and is then asked for events, one at
+a time (``next_event``) or all that are complete (``events``). It never does I/O and never
+blocks, so the whole framing layer is testable with byte strings.
 
 * Framing. A message is one line: bytes up to ``\\n``. One trailing ``\\r`` is stripped (CRLF is
   tolerated) and blank lines are ignored. At end of input (``feed_eof``) a final line without a
@@ -18,35 +18,65 @@ byte strings.
   not have sent. Anything else -- arrays (JSON-RPC batches), scalars, a bad ``jsonrpc`` member,
   an ``id`` that is null or not a string/integer, a non-string method, non-object params -- is an
   invalid request (-32600). Its error echoes the id when the id itself is usable, else null.
-* Limits. A line longer than ``max_line_bytes`` is a denial-of-service guard: the reader stops
-  buffering, discards input up to the next newline and reports one ``BadMessage`` (-32600).
-  Memory stays bounded by the limit, whatever the peer sends.
+* Limits. A line whose message (not counting the ``\\r`` of a CRLF ending) is longer than
+  ``max_line_bytes`` is a denial-of-service guard: the reader stops buffering, discards input up
+  to the next newline and reports one ``BadMessage`` (-32600). Memory stays bounded by the
+  limit, whatever the peer sends.
+* Pulling, not pushing. Bytes that were fed stay raw until an event is asked for, so the
+  transport decides how much input becomes parsed (and costly) structure: it stops asking while
+  too much is in flight, and the rest waits as bytes. ``estimated_cost`` says what a line will
+  cost once parsed (``Request.cost``); ``take_cancellations`` fishes ``notifications/cancelled``
+  out of the waiting bytes, so a cancellation never waits behind the input it wants to stop.
+* Exactly once. A line is marked consumed *before* it is parsed, so an exception while parsing
+  (even ``MemoryError``), or a consumer that stops iterating ``events()`` half-way, can never
+  make the same line an event twice. ``MemoryError`` while parsing becomes a -32603 for that
+  line (id null); any other exception propagates, and the next call goes on with the next line.
 
 ``encode_message`` is the other direction: one compact UTF-8 JSON line per message. JSON escapes
 control characters inside strings, and compact separators put no whitespace between tokens, so a
-line never contains an embedded newline.
+line never contains an embedded newline. U+2028, U+2029 and U+0085, which JSON allows raw but
+some runtimes' line splitters treat as line ends, are written as ``\\u`` escapes too.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
-from typing import Any, Iterator, Union
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterator, Union
 
-from .errors import InvalidRequest, ParseError, ProtocolError
+from .errors import InternalError, InvalidRequest, ParseError, ProtocolError
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
+
+# The estimated memory of a parsed line, per "[", "{" or "," in it: each one starts a value the
+# parsed structure holds (an empty list costs about 80 bytes with its reference and GC header,
+# an empty dict about 90, a short string 50-60). Generous on purpose: it only bounds how much
+# parsed input the transport keeps in flight, it never decides what is valid.
+STRUCTURE_COST_BYTES = 64
+
+# Lines up to this size are not counted: the worst case (a structure every third byte, "[],")
+# is assumed. Typical requests are a few hundred bytes, so they stay far below any budget.
+_COUNTED_FROM_BYTES = 4096
+_WORST_COST_PER_BYTE = 1 + -(-STRUCTURE_COST_BYTES // 3)
+
+CANCELLED = "notifications/cancelled"
+_CANCELLED_BYTES = CANCELLED.encode()
 
 RequestId = Union[str, int]
 
 
 @dataclass(frozen=True, slots=True)
 class Request:
-    """A JSON-RPC request from the client: it expects exactly one response (or none if cancelled)."""
+    """A JSON-RPC request from the client: it expects exactly one response (or none if cancelled).
+
+    ``cost`` is the estimated memory of the parsed request (``estimated_cost``), 0 when unknown;
+    the transport bounds the total of what is in flight by it.
+    """
 
     id: RequestId
     method: str
     params: dict[str, Any]
+    cost: int = field(default=0, compare=False, repr=False)
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,6 +115,9 @@ def _reject_constant(name: str) -> Any:
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
 _encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
 _ascii_encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
+# Valid raw in JSON strings, but line breaks to JavaScript (before ES2019), Python's
+# str.splitlines and others: escaped so that no reader can split a message in two.
+_LINE_SEPARATORS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\x85", "\\u0085"))
 
 
 def is_valid_id(value: Any) -> bool:
@@ -92,8 +125,28 @@ def is_valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def parse_line(line: bytes | bytearray) -> Event:
-    """Turn one line (without its newline) into an event. Pure: no state, no I/O."""
+def estimated_cost(line: bytes | bytearray, start: int = 0, end: int | None = None) -> int:
+    """What ``line[start:end]`` will cost in memory once parsed, estimated cheaply: its own bytes,
+    plus ``STRUCTURE_COST_BYTES`` per container or separator (three byte counts, no copy; a line
+    of at most 4 KiB is charged its worst case instead, 22 bytes a byte).
+
+    A line of empty arrays (``[[],[],...]``) costs about 27 times its size once parsed; this
+    estimate says about 43, so nesting cannot hide from the transport's in-flight budget.
+    """
+    if end is None:
+        end = len(line)
+    size = end - start
+    if size <= _COUNTED_FROM_BYTES:
+        return size * _WORST_COST_PER_BYTE  # not worth counting: assume the worst
+    structure = line.count(b"[", start, end) + line.count(b"{", start, end) + line.count(b",", start, end)
+    return size + STRUCTURE_COST_BYTES * structure
+
+
+def parse_line(line: bytes | bytearray, *, cost: int = 0) -> Event:
+    """Turn one line (without its newline) into an event. Pure: no state, no I/O.
+
+    ``cost`` is carried on a ``Request`` (see ``Request.cost``).
+    """
     try:
         text = line.decode("utf-8")
         message = _decoder.decode(text)
@@ -101,10 +154,10 @@ def parse_line(line: bytes | bytearray) -> Event:
         return BadMessage(None, ParseError(f"Parse error: input is not valid UTF-8 ({exc.reason} at byte {exc.start})"))
     except (ValueError, RecursionError) as exc:
         return BadMessage(None, ParseError(f"Parse error: {exc}"))
-    return classify(message)
+    return classify(message, cost=cost)
 
 
-def classify(message: Any) -> Event:
+def classify(message: Any, *, cost: int = 0) -> Event:
     """Classify a decoded JSON value as a request, notification, client response or bad message."""
     if not isinstance(message, dict):
         kind = "a batch (JSON array)" if isinstance(message, list) else type(message).__name__
@@ -130,16 +183,23 @@ def classify(message: Any) -> Event:
     if usable_id is None:
         what = "null" if raw_id is None else type(raw_id).__name__
         return BadMessage(None, InvalidRequest(f'Invalid request: "id" must be a string or integer, not {what}'))
-    return Request(usable_id, method, params)
+    return Request(usable_id, method, params, cost)
 
 
 class WireReader:
-    """Incremental line framer and classifier. Feed it bytes; iterate ``events()``."""
+    """Incremental line framer and classifier. Feed it bytes; ask for ``next_event()`` or iterate ``events()``.
+
+    The buffer holds the bytes fed and not yet consumed: at most one partial line (bounded by
+    ``max_line_bytes``) plus whatever complete lines the consumer has not asked for yet (bounded
+    by the consumer, which stops feeding when it holds enough: see ``buffered_bytes``).
+    """
 
     def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
         self.max_line_bytes = max_line_bytes
         self._buffer = bytearray()
-        self._scan_from = 0  # bytes of _buffer already known to contain no newline
+        self._start = 0  # the first byte not yet consumed; everything before it is done with
+        self._scan_from = 0  # there is no newline in _buffer[_start:_scan_from]
+        self._peeked = 0  # lines starting before this were already searched for cancellations
         self._discarding = False  # inside an oversized line, dropping bytes up to its newline
         self._eof = False
         self._oversized_lines = 0
@@ -148,59 +208,99 @@ class WireReader:
         """Add bytes read from the peer."""
         if self._eof:
             raise RuntimeError("feed() after feed_eof()")
+        start = self._start
+        if start and start >= len(self._buffer) >> 1:
+            # Drop consumed bytes once they are at least half of the buffer: amortised O(1) a
+            # byte, even while many unconsumed lines wait behind a few consumed ones.
+            del self._buffer[:start]
+            self._start = 0
+            self._scan_from = max(0, self._scan_from - start)
+            self._peeked = max(0, self._peeked - start)
         self._buffer += data
 
     def feed_eof(self) -> None:
-        """The peer closed its side: a final unterminated line is delivered by the next ``events()``."""
+        """The peer closed its side: a final unterminated line is delivered by the next ``next_event()``."""
         self._eof = True
 
     @property
     def at_eof(self) -> bool:
         return self._eof
 
+    @property
+    def buffered_bytes(self) -> int:
+        """Bytes fed and not yet consumed (waiting lines and the partial line)."""
+        return len(self._buffer) - self._start
+
+    def has_pending_event(self) -> bool:
+        """Is there input that ``next_event()`` would turn into an event (or skip) right now?"""
+        if self._buffer.find(b"\n", max(self._start, self._scan_from)) >= 0:
+            return True
+        return self._eof and self.buffered_bytes > 0
+
     def events(self) -> Iterator[Event]:
-        """Yield every event that the bytes fed so far complete."""
+        """Yield every event that the bytes fed so far complete. Stopping early loses nothing."""
+        while (event := self.next_event()) is not None:
+            yield event
+
+    def next_event(self) -> Event | None:
+        """The next event the bytes fed so far complete, or None when they complete none."""
         buffer = self._buffer
-        start = 0
         while True:
+            start = self._start
             newline = buffer.find(b"\n", max(start, self._scan_from))
             if newline < 0:
-                break
-            self._scan_from = 0
-            line_end = newline
-            if self._discarding:
+                return self._incomplete()
+            self._start = newline + 1  # consumed before it is parsed: never read twice
+            if self._discarding:  # the end of an oversized line already reported
                 self._discarding = False
-                start = newline + 1
                 continue
-            if line_end - start > self.max_line_bytes:
-                start = newline + 1
-                yield self._oversized()
-                continue
-            if line_end > start and buffer[line_end - 1] == 0x0D:
-                line_end -= 1
-            if not _is_blank(buffer, start, line_end):
-                yield parse_line(buffer[start:line_end])
-            start = newline + 1
-        if start:
-            del buffer[:start]
-        pending = len(buffer)
+            end = newline
+            if end > start and buffer[end - 1] == 0x0D:
+                end -= 1  # the CR of CRLF: not part of the message, nor of the size limit
+            size = end - start
+            if size > self.max_line_bytes:
+                return self._oversized()
+            if not _is_blank(buffer, start, end):
+                # (_parse, inlined: this is the per-message path)
+                cost = size * _WORST_COST_PER_BYTE if size <= _COUNTED_FROM_BYTES else estimated_cost(buffer, start, end)
+                try:
+                    return parse_line(buffer[start:end], cost=cost)
+                except MemoryError:
+                    return _OUT_OF_MEMORY
+
+    def _incomplete(self) -> Event | None:
+        """No newline after ``_start``: police the partial line, or deliver it at EOF."""
+        buffer = self._buffer
+        pending = len(buffer) - self._start
         if self._discarding:
-            buffer.clear()
-            self._scan_from = 0
-        elif pending > self.max_line_bytes:
-            buffer.clear()
-            self._scan_from = 0
-            self._discarding = True
-            yield self._oversized()
-        else:
-            self._scan_from = pending
-        if self._eof and buffer:
-            line = bytes(buffer).rstrip(b"\r")
-            buffer.clear()
+            self._reset()
+            if self._eof:
+                self._discarding = False
+            return None
+        # A trailing CR may be the first half of a CRLF: it does not count toward the limit.
+        message_bytes = pending - 1 if pending and buffer[-1] == 0x0D else pending
+        if message_bytes > self.max_line_bytes:
+            self._reset()
+            self._discarding = not self._eof
+            return self._oversized()
+        if self._eof and pending:
+            line = bytes(buffer[self._start :]).rstrip(b"\r")
+            self._reset()
             if line.strip():
-                yield parse_line(line)
-        if self._eof:
-            self._discarding = False
+                return self._parse(line, 0, len(line))
+            return None
+        self._scan_from = len(buffer)
+        return None
+
+    def _reset(self) -> None:
+        self._buffer.clear()
+        self._start = self._scan_from = self._peeked = 0
+
+    def _parse(self, buffer: bytes | bytearray, start: int, end: int) -> Event:
+        try:
+            return parse_line(buffer[start:end], cost=estimated_cost(buffer, start, end))
+        except MemoryError:
+            return _OUT_OF_MEMORY
 
     def _oversized(self) -> BadMessage:
         self._oversized_lines += 1
@@ -209,11 +309,60 @@ class WireReader:
             InvalidRequest(f"Invalid request: message exceeds the maximum line size of {self.max_line_bytes} bytes"),
         )
 
+    def take_cancellations(self, wanted: Callable[[RequestId], bool]) -> list[Notification]:
+        """``notifications/cancelled`` waiting in complete, unconsumed lines whose ``requestId``
+        ``wanted`` accepts, in arrival order, taken out of the input so they are not read twice.
+
+        For a transport that holds input back: a cancellation of a request already running need
+        not wait its turn. One that ``wanted`` declines (its request is still among the waiting
+        lines, say) stays where it is and is read in order. Each complete line is searched once
+        (a fast byte search; only lines naming the method are parsed). A spelling that hides the
+        method name (``\\/`` escapes) is simply read in its turn.
+        """
+        buffer = self._buffer
+        found: list[Notification] = []
+        position = max(self._start, self._peeked)
+        if self._discarding and position == self._start:
+            # The first line is the tail of an oversized line: never a message.
+            newline = buffer.find(b"\n", position)
+            if newline < 0:
+                return found
+            position = newline + 1
+        while True:
+            hit = buffer.find(_CANCELLED_BYTES, position)
+            if hit < 0:
+                last_newline = buffer.rfind(b"\n", position)
+                self._peeked = last_newline + 1 if last_newline >= 0 else position
+                return found
+            line_start = buffer.rfind(b"\n", position, hit) + 1 or position
+            line_end = buffer.find(b"\n", hit)
+            if line_end < 0:
+                self._peeked = line_start  # searched again once the line is complete
+                return found
+            position = line_end + 1
+            end = line_end - 1 if buffer[line_end - 1] == 0x0D else line_end
+            if end - line_start > self.max_line_bytes:
+                continue
+            try:
+                event = parse_line(buffer[line_start:end])
+            except MemoryError:
+                continue
+            if not (isinstance(event, Notification) and event.method == CANCELLED):
+                continue
+            request_id = event.params.get("requestId")
+            if is_valid_id(request_id) and wanted(request_id):
+                buffer[line_start:line_end] = b" " * (line_end - line_start)  # a blank line: skipped
+                found.append(event)
+
+
+# Too big for this process right now: the line is consumed already, so the next one is read
+# normally. Its id could not be read, so the error carries null.
+_OUT_OF_MEMORY = BadMessage(None, InternalError("Internal error: the server ran out of memory reading this message"))
 
 _WHITESPACE = b" \t\r"
 
 
-def _is_blank(buffer: bytearray, start: int, end: int) -> bool:
+def _is_blank(buffer: bytes | bytearray, start: int, end: int) -> bool:
     """True when buffer[start:end] is empty or only whitespace. Only copies when it might be blank."""
     if start == end:
         return True
@@ -229,6 +378,11 @@ def encode_message(message: dict[str, Any]) -> bytes:
     decides what the peer sees instead.
     """
     text = _encoder.encode(message)
+    # isascii() is O(1) on CPython (a flag of the string): ASCII-only lines pay nothing more.
+    if not text.isascii():
+        for raw, escaped in _LINE_SEPARATORS:
+            if raw in text:  # only ever inside strings: JSON has them nowhere else
+                text = text.replace(raw, escaped)
     text += "\n"  # resized in place (the only reference): no second copy of a large result
     try:
         return text.encode("utf-8")
@@ -236,8 +390,6 @@ def encode_message(message: dict[str, Any]) -> bytes:
         # A lone surrogate (e.g. an undecodable file name) cannot be UTF-8; JSON's \\u escapes can
         # still carry it, so the line stays valid JSON and valid UTF-8.
         return _ascii_encoder.encode(message).encode("ascii") + b"\n"
-
-
 def result_response(request_id: RequestId, result: dict[str, Any]) -> dict[str, Any]:
     """A JSON-RPC result response."""
     return {"jsonrpc": "2.0", "id": request_id, "result": result}

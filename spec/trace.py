@@ -20,7 +20,10 @@ header naming the page (``- url: <page url>``) and then records::
 
 Tests cite requirements with ``@pytest.mark.req("ID", ...)`` on a test function, on a test
 class, or in a module's ``pytestmark``. They are found statically (``ast``), without importing
-or running anything, so this script works on a fresh checkout.
+or running anything, so this script works on a fresh checkout. A test carrying a
+``pytest.mark.skip``, ``skipif`` or ``xfail`` marker (on itself, its class or its module, or on
+the ``pytest.param`` that carries the req marker) proves nothing: it is left out of the tests:
+lines and of the coverage, and the report lists it.
 """
 
 from __future__ import annotations
@@ -119,9 +122,11 @@ class Spec:
 class Scan:
     """What the tests cite."""
 
-    by_id: dict[str, set[str]]  # id -> node ids of test functions citing it
+    by_id: dict[str, set[str]]  # id -> node ids of test functions citing it (skipped and xfail ones left out)
     citations: list[tuple[str, str]]  # (id, "file:line") for every id written in a req marker
     problems: list[str]
+    # id -> node ids of tests citing it that are marked skip, skipif or xfail: they prove nothing.
+    not_counted: dict[str, set[str]] = field(default_factory=dict)
 
 
 def _rel(path: Path, root: Path) -> str:
@@ -247,14 +252,31 @@ def load_spec(spec_dir: Path = SPEC_DIR, root: Path = REPO_ROOT) -> Spec:
 # --- the tests ----------------------------------------------------------------------------------
 
 
-def _is_req_attribute(node: ast.AST) -> bool:
-    """``pytest.mark.req`` / ``mark.req``."""
-    if not (isinstance(node, ast.Attribute) and node.attr == "req"):
+def _is_mark_attribute(node: ast.AST, names: tuple[str, ...]) -> bool:
+    """``pytest.mark.<name>`` / ``mark.<name>`` for one of ``names``."""
+    if not (isinstance(node, ast.Attribute) and node.attr in names):
         return False
     owner = node.value
     return (isinstance(owner, ast.Attribute) and owner.attr == "mark") or (
         isinstance(owner, ast.Name) and owner.id == "mark"
     )
+
+
+def _is_req_attribute(node: ast.AST) -> bool:
+    """``pytest.mark.req`` / ``mark.req``."""
+    return _is_mark_attribute(node, ("req",))
+
+
+# Markers under which a test proves nothing: it does not run, or it is expected to fail.
+NOT_PROOF_MARKS = ("skip", "skipif", "xfail")
+
+
+def _is_param_call(node: ast.AST) -> bool:
+    """``pytest.param(...)`` / ``param(...)``."""
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    return (isinstance(func, ast.Attribute) and func.attr == "param") or (isinstance(func, ast.Name) and func.id == "param")
 
 
 class _Marks:
@@ -265,20 +287,39 @@ class _Marks:
         self.problems = problems
         self.citations = citations
         self.aliases: dict[str, list[str]] = {}  # module-level NAME = pytest.mark.req(...)
+        self.skip_aliases: set[str] = set()  # module-level NAME = pytest.mark.skipif(...) and the like
 
-    def ids_in(self, expression: ast.AST) -> list[str]:
+    def ids_in(self, expression: ast.AST, uncounted: list[str] | None = None) -> list[str]:
+        """The req ids in ``expression``. Ids inside a ``pytest.param`` that is itself marked skip
+        or xfail go to ``uncounted`` instead (they apply only to a case that proves nothing)."""
         found: list[str] = []
-        calls = set()
-        for node in ast.walk(expression):
-            if isinstance(node, ast.Call) and _is_req_attribute(node.func):
-                calls.add(id(node.func))
-                found.extend(self._call_ids(node))
-            elif isinstance(node, ast.Name) and node.id in self.aliases:
-                found.extend(self.aliases[node.id])
-        for node in ast.walk(expression):
-            if _is_req_attribute(node) and id(node) not in calls:
-                self.problems.append(f"{self.name}:{node.lineno}: pytest.mark.req used without requirement ids")
+        self._collect(expression, found, uncounted if uncounted is not None else [], False)
         return found
+
+    def _collect(self, node: ast.AST, found: list[str], uncounted: list[str], skipped: bool) -> None:
+        if isinstance(node, ast.Call) and _is_req_attribute(node.func):
+            (uncounted if skipped else found).extend(self._call_ids(node))
+            for child in [*node.args, *(keyword.value for keyword in node.keywords)]:
+                self._collect(child, found, uncounted, skipped)
+            return
+        if isinstance(node, ast.Name) and node.id in self.aliases:
+            (uncounted if skipped else found).extend(self.aliases[node.id])
+        elif _is_req_attribute(node):
+            self.problems.append(f"{self.name}:{node.lineno}: pytest.mark.req used without requirement ids")
+        if _is_param_call(node):
+            assert isinstance(node, ast.Call)
+            skipped = skipped or any(keyword.arg == "marks" and self.skips(keyword.value) for keyword in node.keywords)
+        for child in ast.iter_child_nodes(node):
+            self._collect(child, found, uncounted, skipped)
+
+    def skips(self, expression: ast.AST) -> bool:
+        """Does ``expression`` apply a skip, skipif or xfail marker? (Not counting those inside a
+        ``pytest.param``, which concern that one case only.)"""
+        if _is_param_call(expression):
+            return False
+        if _is_mark_attribute(expression, NOT_PROOF_MARKS) or (isinstance(expression, ast.Name) and expression.id in self.skip_aliases):
+            return True
+        return any(self.skips(child) for child in ast.iter_child_nodes(expression))
 
     def _call_ids(self, call: ast.Call) -> list[str]:
         where = f"{self.name}:{call.lineno}"
@@ -299,6 +340,7 @@ class _Marks:
 def scan_tests(tests_dir: Path = TESTS_DIR, root: Path = REPO_ROOT) -> Scan:
     """Find every req marker under ``tests_dir`` and the test node ids it applies to."""
     by_id: dict[str, set[str]] = {}
+    not_counted: dict[str, set[str]] = {}
     citations: list[tuple[str, str]] = []
     problems: list[str] = []
     for path in sorted(tests_dir.rglob("*.py")):
@@ -310,6 +352,8 @@ def scan_tests(tests_dir: Path = TESTS_DIR, root: Path = REPO_ROOT) -> Scan:
             continue
         marks = _Marks(name, problems, citations)
         module_ids: list[str] = []
+        module_uncounted: list[str] = []
+        module_skipped = False
         for statement in module.body:
             targets: list[ast.expr] = []
             if isinstance(statement, ast.Assign):
@@ -318,33 +362,45 @@ def scan_tests(tests_dir: Path = TESTS_DIR, root: Path = REPO_ROOT) -> Scan:
                 targets, value = [statement.target], statement.value
             for target in targets:
                 if isinstance(target, ast.Name):
-                    ids = marks.ids_in(value)
+                    ids = marks.ids_in(value, module_uncounted)
                     if target.id == "pytestmark":
                         module_ids.extend(ids)
-                    elif ids:
-                        marks.aliases[target.id] = ids
+                        module_skipped = module_skipped or marks.skips(value)
+                    else:
+                        if ids:
+                            marks.aliases[target.id] = ids
+                        if marks.skips(value):
+                            marks.skip_aliases.add(target.id)
         collect = _TEST_FILE.fullmatch(path.name) is not None
 
-        def visit(body: list[ast.stmt], prefix: str, inherited: list[str], collected: bool) -> None:
+        def visit(body: list[ast.stmt], prefix: str, inherited: list[str], uncounted: list[str], skipped: bool, collected: bool) -> None:
             for node in body:
                 if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                    ids = inherited + [i for d in node.decorator_list for i in marks.ids_in(d)]
+                    own_uncounted = list(uncounted)
+                    ids = inherited + [i for d in node.decorator_list for i in marks.ids_in(d, own_uncounted)]
+                    if skipped or any(marks.skips(d) for d in node.decorator_list):
+                        ids, own_uncounted = [], own_uncounted + ids
                     if collected and node.name.startswith("test"):
                         for requirement in ids:
                             by_id.setdefault(requirement, set()).add(f"{prefix}::{node.name}")
-                    elif ids and node.name not in ("setup_method", "teardown_method"):
+                        for requirement in own_uncounted:
+                            not_counted.setdefault(requirement, set()).add(f"{prefix}::{node.name}")
+                    elif (ids or own_uncounted) and node.name not in ("setup_method", "teardown_method"):
                         problems.append(f"{name}:{node.lineno}: req marker on {node.name}, which pytest does not collect as a test")
                 elif isinstance(node, ast.ClassDef):
-                    ids = inherited + [i for d in node.decorator_list for i in marks.ids_in(d)]
+                    class_uncounted = list(uncounted)
+                    ids = inherited + [i for d in node.decorator_list for i in marks.ids_in(d, class_uncounted)]
+                    class_skipped = skipped or any(marks.skips(d) for d in node.decorator_list)
                     for statement in node.body:  # class-level pytestmark
                         if isinstance(statement, ast.Assign) and any(
                             isinstance(t, ast.Name) and t.id == "pytestmark" for t in statement.targets
                         ):
-                            ids = ids + marks.ids_in(statement.value)
-                    visit(node.body, f"{prefix}::{node.name}", ids, collected and node.name.startswith("Test"))
+                            ids = ids + marks.ids_in(statement.value, class_uncounted)
+                            class_skipped = class_skipped or marks.skips(statement.value)
+                    visit(node.body, f"{prefix}::{node.name}", ids, class_uncounted, class_skipped, collected and node.name.startswith("Test"))
 
-        visit(module.body, name, module_ids, collect)
-    return Scan(by_id, citations, problems)
+        visit(module.body, name, module_ids, module_uncounted, module_skipped, collect)
+    return Scan(by_id, citations, problems, not_counted)
 
 
 # --- checking and writing -----------------------------------------------------------------------
@@ -485,6 +541,9 @@ def report(spec: Spec, scan: Scan, root: Path = REPO_ROOT) -> str:
     ):
         out.append(f"\n{label}: {len(chosen)}")
         out += [f"  {r.id} ({r.keyword}){' [untestable]' if 'untestable' in r.fields else ''}" for r in chosen]
+    skipped = sorted((rid, node) for rid, nodes in scan.not_counted.items() for node in nodes)
+    out.append(f"\nCitations by skipped or xfail tests (not counted as proof): {len(skipped)}")
+    out += [f"  {rid}: {node}" for rid, node in skipped]
     findings = check(spec, scan)
     if not findings.ok:
         out.append("\n" + explain(findings, root))

@@ -15,7 +15,7 @@ import time
 import pytest
 
 import mcp_ref.context
-from mcp_ref import InputRequired, RateLimit, Server, ToolError, elicit_form
+from mcp_ref import InputRequired, InvalidParams, RateLimit, Server, ToolError, elicit_form
 
 from .memory import modern_meta, serve
 
@@ -148,7 +148,7 @@ async def test_no_progress_after_an_error_response(no_rate_limit):
 
     async def work(ctx, arguments):
         kept.append(ctx)
-        raise RuntimeError("boom")
+        raise InvalidParams("boom")
 
     async with serve(tool_server(work)) as client:
         await client.error("tools/call", {"name": "work"}, meta=modern_meta(progress_token="p"))
@@ -240,11 +240,14 @@ async def test_debug_level_sends_every_level():
 
 @pytest.mark.req("LOG-INTERNAL-ERROR-32603")
 async def test_unknown_level_in_ctx_log_is_a_handler_fault():
+    server = Server("s", "1", log_messages=True)
+
+    @server.prompt("p")
     async def work(ctx, arguments):
         ctx.log("verbose", "x")
 
-    async with serve(tool_server(work, log_messages=True)) as client:
-        error = await client.error("tools/call", {"name": "work"}, meta=modern_meta(log_level="debug"))
+    async with serve(server) as client:
+        error = await client.error("prompts/get", {"name": "p"}, meta=modern_meta(log_level="debug"))
     assert error["code"] == -32603
 
 
@@ -496,7 +499,7 @@ async def test_responses_go_out_as_each_request_finishes_not_in_request_order():
 
 
 @pytest.mark.req("BASE-INTERNAL-ERROR-SAFE-MESSAGE", "STDIO-STDOUT-ONLY-MESSAGES")
-@pytest.mark.parametrize("method, params", [("tools/call", {"name": "work"}), ("resources/read", {"uri": "test://r"}), ("prompts/get", {"name": "p"})])
+@pytest.mark.parametrize("method, params", [("resources/read", {"uri": "test://r"}), ("prompts/get", {"name": "p"})])
 async def test_handler_exception_is_internal_error_with_details_only_in_the_log(method, params, caplog, capsys):
     def explode(*args):
         raise ValueError("password=hunter2")
@@ -610,7 +613,9 @@ async def test_shutdown_cancels_requests_still_running_after_the_grace_period(ca
         await gate.wait_started(1)
         await client.close(grace_seconds=0.01)
         assert gate.cancelled == ["stuck"]
-        assert client.responses(request_id) == []
+        # Answered with an error before it is cancelled: every request gets exactly one response.
+        [response] = client.responses(request_id)
+        assert response["error"]["code"] == -32603 and "shutting down" in response["error"]["message"]
     assert "still running" in caplog.text
 
 

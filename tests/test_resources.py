@@ -236,9 +236,9 @@ async def test_simple_template_variable_matches_one_segment():
 @pytest.mark.req("RES-TEMPLATE-MATCH")
 async def test_template_variables_are_percent_decoded():
     async with serve(resource_server()) as client:
-        result = await client.result("resources/read", {"uri": "test://items/a%20b%2Fc"})
-    assert result["contents"][0]["text"] == '{"id": "a b/c"}'
-    assert result["contents"][0]["uri"] == "test://items/a%20b%2Fc"
+        result = await client.result("resources/read", {"uri": "test://items/a%20b%3Fc"})
+    assert result["contents"][0]["text"] == '{"id": "a b?c"}'
+    assert result["contents"][0]["uri"] == "test://items/a%20b%3Fc"
 
 
 @pytest.mark.req("RES-TEMPLATE-MATCH")

@@ -137,6 +137,70 @@ def test_checker_maps_function_class_module_alias_and_param_marks_to_node_ids(tm
     assert not scan.problems
 
 
+def test_checker_does_not_count_skipped_or_xfail_tests_as_proof(tmp_path):
+    records = "".join(_record(f"STDIO-R{i}") for i in range(1, 9))
+    root, spec_dir, tests_dir = _repo(
+        tmp_path,
+        records,
+        {
+            "test_a.py": """
+                import pytest
+                from pytest import mark
+                LATER = pytest.mark.skipif(True, reason="not on this platform")
+
+                @pytest.mark.req("STDIO-R1")
+                @pytest.mark.skip(reason="broken")
+                def test_skipped():
+                    pass
+
+                @mark.xfail(strict=True, reason="known bug")
+                @pytest.mark.req("STDIO-R2")
+                def test_expected_to_fail():
+                    pass
+
+                @LATER
+                @pytest.mark.req("STDIO-R3")
+                def test_skipped_through_an_alias():
+                    pass
+
+                @pytest.mark.xfail
+                class TestAllExpectedToFail:
+                    @pytest.mark.req("STDIO-R4")
+                    def test_in_class(self):
+                        pass
+
+                @pytest.mark.req("STDIO-R5")
+                @pytest.mark.parametrize("x", [1, pytest.param(2, marks=pytest.mark.xfail)])
+                def test_one_case_expected_to_fail(x):
+                    pass
+
+                @pytest.mark.parametrize("x", [pytest.param(2, marks=[pytest.mark.req("STDIO-R6"), pytest.mark.skip])])
+                def test_the_only_citing_case_is_skipped(x):
+                    pass
+
+                @pytest.mark.req("STDIO-R7")
+                def test_runs():
+                    pass
+            """,
+            "test_b.py": "import pytest\npytestmark = [pytest.mark.req('STDIO-R8'), pytest.mark.skipif(True, reason='x')]\n\ndef test_module_skipped():\n    pass\n",
+        },
+    )
+    spec, scan = _load(root, spec_dir, tests_dir)
+    assert scan.by_id == {"STDIO-R5": {"tests/test_a.py::test_one_case_expected_to_fail"}, "STDIO-R7": {"tests/test_a.py::test_runs"}}
+    assert scan.not_counted == {
+        "STDIO-R1": {"tests/test_a.py::test_skipped"},
+        "STDIO-R2": {"tests/test_a.py::test_expected_to_fail"},
+        "STDIO-R3": {"tests/test_a.py::test_skipped_through_an_alias"},
+        "STDIO-R4": {"tests/test_a.py::TestAllExpectedToFail::test_in_class"},
+        "STDIO-R6": {"tests/test_a.py::test_the_only_citing_case_is_skipped"},
+        "STDIO-R8": {"tests/test_b.py::test_module_skipped"},
+    }
+    findings = trace.check(spec, scan)
+    assert [r.id for r in findings.unproved] == ["STDIO-R1", "STDIO-R2", "STDIO-R3", "STDIO-R4", "STDIO-R6", "STDIO-R8"]
+    assert not findings.unknown_ids and not scan.problems
+    assert "STDIO-R1: tests/test_a.py::test_skipped" in trace.report(spec, scan, root)
+
+
 def test_checker_reports_an_id_cited_by_a_test_but_missing_from_spec(tmp_path):
     root, spec_dir, tests_dir = _repo(
         tmp_path,

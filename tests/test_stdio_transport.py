@@ -166,7 +166,7 @@ def test_shutdown_lets_an_in_flight_request_finish_within_the_grace_period(spawn
 
 @pytest.mark.req("STDIO-EXIT-ON-EOF", "STDIO-EOF-DRAIN", "CANCEL-NO-RESPONSE", "CANCEL-SERVER-NO-OTHER-CANCELLED")
 @pytest.mark.parametrize("how", ["eof", "SIGTERM", "SIGINT"])
-def test_requests_still_running_when_the_grace_period_ends_are_cancelled_and_the_server_exits_0(
+def test_requests_still_running_when_the_grace_period_ends_are_answered_with_an_error_and_cancelled(
     spawn: Spawn, how: str
 ) -> None:
     server = spawn(shutdown_grace="0.3")
@@ -177,8 +177,10 @@ def test_requests_still_running_when_the_grace_period_ends_are_cancelled_and_the
     messages = server.read_until_eof(timeout=15)
     server.assert_exit(0, timeout=15)
     elapsed = time.monotonic() - started
-    assert not [m for m in messages if is_response(m)], "a request cut short by shutdown got a response"
-    assert [m for m in messages if m.get("method") != "notifications/progress"] == []  # no notifications/cancelled
+    # Exactly one response, an error saying why; never a notifications/cancelled.
+    [answer] = [m for m in messages if is_response(m)]
+    assert answer["id"] == 1 and answer["error"]["code"] == -32603 and "shutting down" in answer["error"]["message"]
+    assert [m for m in messages if "method" in m and m["method"] != "notifications/progress"] == []
     assert elapsed < 10, f"exit took {elapsed:.1f} s with a 0.3 s grace period (the tool would run 100 s)"
     assert "slow 1: cancelled during step" in server.stderr_text()
 
@@ -191,7 +193,7 @@ def test_a_synchronous_handler_still_running_after_the_grace_period_does_not_hol
     server.response(2)  # the spin call was read before this one and is running on a worker thread
     started = time.monotonic()
     server.close_stdin()
-    assert server.read_until_eof(timeout=25) == []
+    assert [m["error"]["code"] for m in server.read_until_eof(timeout=25)] == [-32603]  # "shutting down"
     server.assert_exit(0, timeout=25)
     elapsed = time.monotonic() - started
     assert elapsed < 8, f"exit took {elapsed:.1f} s with a 0.2 s grace period (the handler would spin 20 s)"
@@ -208,7 +210,7 @@ def test_a_second_signal_ends_the_grace_period_at_once(spawn: Spawn) -> None:
     server.read_until(lambda m: is_progress("p")(m) and m["params"]["progress"] >= last + 2)
     started = time.monotonic()
     server.signal(signal.SIGTERM)
-    assert [m for m in server.read_until_eof() if is_response(m)] == []
+    assert [m["error"]["code"] for m in server.read_until_eof() if is_response(m)] == [-32603]  # "shutting down"
     server.assert_exit(0)
     assert time.monotonic() - started < 10, "the second signal did not cut the 30 s grace period short"
 
@@ -622,12 +624,12 @@ def test_a_tool_error_is_a_result_with_is_error(spawn: Spawn) -> None:
     assert "always refuses" in result["content"][0]["text"]
 
 
-@pytest.mark.req("BASE-INTERNAL-ERROR-SAFE-MESSAGE")
-def test_an_unexpected_handler_exception_is_an_internal_error_that_hides_details(spawn: Spawn) -> None:
+@pytest.mark.req("TOOLS-ERRORS-IN-RESULT")
+def test_an_unexpected_tool_exception_is_a_tool_error_result_that_hides_details(spawn: Spawn) -> None:
     server = spawn()
-    error = server.request(tool_call(1, "crash"))["error"]
-    assert error["code"] == -32603
-    assert "secret internal detail" not in json.dumps(error)
+    result = server.request(tool_call(1, "crash"))["result"]
+    assert result["isError"] is True
+    assert "secret internal detail" not in json.dumps(result)
     assert "secret internal detail" in server.stderr_text()  # the details are logged for the operator
     assert result_text(server.request(tool_call(2, "echo", {"text": "alive"}))) == "alive"
 

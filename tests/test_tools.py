@@ -497,29 +497,29 @@ async def test_tool_error_without_a_message_names_its_class():
     assert only_text(result) == "QuotaExceeded"
 
 
-@pytest.mark.req("BASE-INTERNAL-ERROR-SAFE-MESSAGE")
-async def test_unexpected_exception_is_internal_error_with_a_safe_message(caplog):
+@pytest.mark.req("TOOLS-EXECUTION-ERROR-IS-ERROR", "TOOLS-ERRORS-IN-RESULT")
+async def test_an_unexpected_exception_is_a_tool_error_result_with_a_generic_message(caplog):
     async def crashing(ctx, arguments):
         raise KeyError("secret-api-key-123")
 
     caplog.set_level(logging.ERROR, logger="mcp_ref")
     async with serve(server_with(make_tool("crash", crashing))) as client:
-        error = await client.error("tools/call", {"name": "crash"})
-    assert error["code"] == -32603
-    assert "secret" not in json.dumps(error)
-    assert error["message"] == "Internal error while handling tools/call"
-    assert "secret-api-key-123" in caplog.text
+        result = await client.result("tools/call", {"name": "crash"})
+    assert result["isError"] is True
+    assert result["content"] == [{"type": "text", "text": "Tool 'crash' failed with an internal error; the details are in the server's log."}]
+    assert "secret" not in json.dumps(result)
+    assert "secret-api-key-123" in caplog.text and any(r.exc_info for r in caplog.records)
 
 
-@pytest.mark.req("BASE-INTERNAL-ERROR-SAFE-MESSAGE")
-async def test_exception_in_a_sync_handler_is_internal_error_too(caplog):
+@pytest.mark.req("TOOLS-EXECUTION-ERROR-IS-ERROR", "TOOLS-ERRORS-IN-RESULT")
+async def test_an_exception_in_a_sync_handler_is_a_tool_error_result_too(caplog):
     def crashing(ctx, arguments):
         raise RuntimeError("disk path /home/user/private")
 
     async with serve(server_with(make_tool("crash", crashing))) as client:
-        error = await client.error("tools/call", {"name": "crash"})
-    assert error["code"] == -32603
-    assert "/home/user" not in json.dumps(error)
+        result = await client.result("tools/call", {"name": "crash"})
+    assert result["isError"] is True
+    assert "/home/user" not in json.dumps(result)
 
 
 @pytest.mark.req("TOOLS-RESULT-CONTENT-SHAPES")

@@ -11,7 +11,8 @@ Tools
     ``spin``        synchronous; loops for ``seconds``, checking ``ctx.cancelled`` every 10 ms.
     ``stray_print`` writes to stdout three ways (``print``, ``sys.stdout.write``, ``os.write(1, ...)``);
                     the transport must route all of it to stderr.
-    ``crash``       raises an unexpected exception (a server fault: -32603, details on stderr only).
+    ``crash``       raises an unexpected exception (an ``isError`` result with a generic message;
+                    details on stderr only).
     ``refuse``      raises ``ToolError`` (a tool execution error: ``isError: true``).
 
 Resources
