@@ -634,6 +634,14 @@ def _change(name: str) -> Any:
     return getattr(watchfiles.Change, name)
 
 
+def _age(*paths: Path, seconds: float = 100) -> int:
+    """Make ``paths`` look last modified ``seconds`` ago; returns now (ns)."""
+    now = time.time_ns()
+    for path in paths:
+        os.utime(path, ns=(now - int(seconds * 1e9),) * 2)
+    return now
+
+
 @pytest.mark.req("FS-SUBSCRIBE-EXTERNAL-CHANGE")
 def test_a_subscribed_file_under_a_directory_that_vanished_is_announced_as_updated(
         root_dir: Path, watched: tuple[Watcher, Recorder, str]) -> None:
@@ -647,8 +655,46 @@ def test_a_change_to_a_name_that_has_no_uri_announces_the_list_change_only(
     watcher, recorder, _uri = watched
     watcher._lists = True
     undecodable = os.fsdecode(os.fsencode(root_dir / "dir" / "sub") + b"/\xff.txt")
-    watcher._announce({(_change("added"), undecodable)})
+    assert watcher._announce({(_change("added"), undecodable)}) is False  # not a directory: no rebuild
     assert recorder.updated == [] and recorder.lists == ["resources"]
+
+
+@pytest.mark.req("FS-WATCH-CONFINED")
+def test_a_change_reported_under_a_link_leaving_the_root_or_outside_every_root_is_not_announced(
+        tmp_path: Path, root_dir: Path, watched: tuple[Watcher, Recorder, str]) -> None:
+    """What a kernel watch placed through a link (a directory swapped for one after it was
+    watched) would report: paths under the link's name, or outside the roots altogether."""
+    watcher, recorder, _uri = watched
+    watcher._lists = True
+    outside = tmp_path / "outside"
+    (outside / "deeper").mkdir(parents=True)
+    (outside / "secret.txt").write_text("secret\n")
+    (root_dir / "lk").symlink_to(outside)
+    secret = location_uri(watcher.sandbox.locate(str(root_dir / "lk" / "secret.txt")))
+    watcher._subscribed = {secret: [secret]}
+    changes = {(_change("modified"), str(root_dir / "lk" / "secret.txt")),
+               (_change("added"), str(root_dir / "lk" / "deeper")),
+               (_change("added"), str(outside / "new.txt"))}
+    assert watcher._announce(changes, frozenset({str(root_dir)})) is False
+    assert recorder.updated == [] and recorder.lists == []
+    (root_dir / "lk").unlink()
+    (root_dir / "lk").mkdir()  # a real directory again: the same report now counts
+    assert watcher._announce({(_change("modified"), str(root_dir / "lk" / "secret.txt"))}) is False
+    assert recorder.updated == [secret]
+
+
+def test_a_batch_needs_a_rebuild_when_a_directory_appears_or_a_watched_one_vanishes(
+        root_dir: Path, watched: tuple[Watcher, Recorder, str]) -> None:
+    watcher, _recorder, _uri = watched
+    watching = frozenset({str(root_dir), str(root_dir / "dir"), str(root_dir / "dir" / "sub")})
+    (root_dir / "new-dir").mkdir()
+    assert watcher._announce({(_change("added"), str(root_dir / "new-dir"))}, watching) is True
+    assert watcher._announce({(_change("added"), str(root_dir / "file.txt"))}, watching) is False
+    assert watcher._announce({(_change("deleted"), str(root_dir / "dir" / "sub"))}, watching) is True
+    assert watcher._announce({(_change("deleted"), str(root_dir / "gone.txt"))}, watching) is False
+    assert watcher._announce({(_change("modified"), str(root_dir / "dir"))}, watching) is False
+    both = {(_change("added"), str(root_dir / "new-dir")), (_change("deleted"), str(root_dir / "dir" / "sub"))}
+    assert watcher._announce(both, watching) is True  # once is enough: the second is not looked at
 
 
 @pytest.mark.req("FS-WATCH-LIFETIME")
@@ -656,62 +702,275 @@ def test_a_watch_stopped_before_it_was_in_place_announces_nothing_it_would_have_
         root_dir: Path, watched: tuple[Watcher, Recorder, str]) -> None:
     watcher, recorder, uri = watched
     watcher._lists = True
-    stop = _Stop({uri: None})  # absent when subscribed ...
-    (root_dir / "dir" / "sub" / "file.txt").write_bytes(NEW)  # ... changed since, and a directory too
+    stop = _Stop()
+    stop.watched = frozenset({str(root_dir)})
+    (root_dir / "dir" / "sub" / "file.txt").write_bytes(NEW)  # absent when subscribed, changed since, a directory too
     stop.set()
-    watcher._catch_up(stop, time.time_ns() - 10**9)
+    watcher._catch_up(stop, time.time_ns() - 10**9, {uri: None}, time.time_ns())
     assert recorder.updated == [] and recorder.lists == []
-    assert stop.baseline is None  # taken all the same: nothing is kept for a later catch-up
+    assert not stop.rebuild.is_set()
+
+
+def test_a_catch_up_stopped_half_way_announces_nothing(
+        root_dir: Path, watched: tuple[Watcher, Recorder, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    watcher, recorder, uri = watched
+    stop = _Stop()
+    other = location_uri(watcher.sandbox.locate(str(root_dir / "file.txt")))
+    watcher._subscribed = {uri: [uri], other: [other]}
+    real = watcher._changed_since
+
+    def changed_then_stopped(*args: Any) -> bool:
+        stop.set()  # the last subscriber left while the first file was looked at
+        return real(*args)
+
+    monkeypatch.setattr(watcher, "_changed_since", changed_then_stopped)
+    watcher._catch_up(stop, 0, {}, time.time_ns())
+    assert recorder.updated == []
+    assert watcher._fingerprints(stop) == {}  # nor does a stopped thread fingerprint anything
 
 
 def test_looking_for_modified_directories_gives_up_once_the_watch_stops(
         root_dir: Path, watched: tuple[Watcher, Recorder, str]) -> None:
     watcher, _recorder, _uri = watched
-    since = time.time_ns() - 10**9
-    os.utime(root_dir, ns=(since - 10**10, since - 10**10))  # the root itself unchanged; dir/ is new
-    stop = _Stop({})
-    assert watcher._directory_modified_since(since, stop) is True
+    since = _age(root_dir) - 10**9  # the root itself unchanged; dir/ is new
+    stop = _Stop()
+    stop.watched = frozenset({str(root_dir), str(root_dir / "dir"), str(root_dir / "dir" / "sub")})
+    assert watcher._scan_watched(stop, since, time.time_ns()) == (True, False)
     stop.set()
-    assert watcher._directory_modified_since(since, stop) is False
+    assert watcher._scan_watched(stop, since, 0) == (False, False)
 
 
-@pytest.mark.parametrize("failing", ["stat", "walk"])
-def test_a_root_that_cannot_be_examined_is_skipped_and_the_other_roots_are_still_checked(
-        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
-    first, second = tmp_path.resolve() / "first", tmp_path.resolve() / "second"
-    (first / "old").mkdir(parents=True)
-    (second / "new").mkdir(parents=True)
-    since = time.time_ns() - 10**9
-    for path in (first, first / "old", second):
-        os.utime(path, ns=(since - 10**10, since - 10**10))
-    both = Sandbox.open([str(first), str(second)])
+def test_a_directory_that_appeared_while_the_watch_was_set_up_brings_a_rebuild(
+        root_dir: Path, watched: tuple[Watcher, Recorder, str]) -> None:
+    watcher, recorder, _uri = watched
+    watcher._lists = True
+    stop = _Stop()
+    stop.watched = frozenset(watcher._watch_paths(stop))
+    listed = _age(*map(Path, stop.watched))
+    assert watcher._scan_watched(stop, listed, listed) == (False, False)
+    (root_dir / "dir" / "late").mkdir()  # after the listing, before the watch was in place
+    (root_dir / "dir" / "late.txt").write_bytes(OLD)
+    (root_dir / "dir" / "link").symlink_to("sub")  # a link is never watched: no reason to rebuild
+    (root_dir / "dir" / "sub" / "inner").mkdir()
+    os.utime(root_dir / "dir" / "sub", ns=(listed + 10**12, listed + 10**12))  # in the future (an archive's doing)
+    assert watcher._scan_watched(stop, listed, listed) == (True, True)
+    watcher._catch_up(stop, listed, {}, listed)
+    assert recorder.lists == ["resources"] and stop.rebuild.is_set()
+    assert watcher._has_unwatched_directory(str(root_dir / "dir" / "sub"), stop.watched) is True
+    assert watcher._has_unwatched_directory(str(root_dir / "no-such-dir"), stop.watched) is False
+
+
+def test_a_watched_directory_that_cannot_be_examined_is_skipped_and_the_others_are_still_checked(
+        root_dir: Path, watched: tuple[Watcher, Recorder, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    watcher, _recorder, _uri = watched
+    since = _age(root_dir, root_dir / "dir") - 10**9
+    stop = _Stop()
+    stop.watched = frozenset({str(root_dir), str(root_dir / "dir"), str(root_dir / "dir" / "sub")})
+    real_stat = watcher.sandbox.stat
     attempts: list[str] = []
-    real_stat, real_walk = both.stat, both.walk
 
     def stat(path: str) -> Any:
-        if failing == "stat" and path == str(first):
+        if path == str(root_dir / "dir"):
             attempts.append(path)
             raise FsError(f"{path}: Too many open files")
         return real_stat(path)
 
-    def walk(start: Any, **kwargs: Any) -> Iterator[Any]:
-        if failing == "walk" and start.root is both.roots[0]:
-            attempts.append(start.display)
-            raise FsError(f"{start.display}: Too many open files")
-        yield from real_walk(start, **kwargs)
+    monkeypatch.setattr(watcher.sandbox, "stat", stat)
+    assert watcher._scan_watched(stop, since, since) == (True, False)  # dir/sub/ is new
+    assert attempts == [str(root_dir / "dir")]
 
-    monkeypatch.setattr(both, "stat", stat)
-    monkeypatch.setattr(both, "walk", walk)
+
+@pytest.mark.req("FS-WATCH-CONFINED")
+@pytest.mark.parametrize("swap", ["link-outside", "gone"])
+def test_a_watched_directory_swapped_for_a_link_leaving_the_root_or_gone_when_the_watch_is_in_place_brings_a_rebuild(
+        tmp_path: Path, root_dir: Path, watched: tuple[Watcher, Recorder, str], swap: str) -> None:
+    """The kernel resolves each path as its watch is placed: a directory swapped for a link after
+    the walk may have put the watch outside, so the catch-up watches again."""
+    watcher, _recorder, _uri = watched
+    stop = _Stop()
+    stop.watched = frozenset(watcher._watch_paths(stop))
+    listed = _age(*map(Path, stop.watched))
+    assert watcher._scan_watched(stop, listed, listed) == (False, False)
+    os.rename(root_dir / "dir" / "sub", tmp_path / "sub-moved-away")
+    if swap == "link-outside":
+        (tmp_path / "outside").mkdir()
+        (root_dir / "dir" / "sub").symlink_to(tmp_path / "outside")
+    assert watcher._scan_watched(stop, listed, listed) == (True, True)
+
+
+@pytest.mark.req("FS-WATCH-CONFINED")
+def test_each_real_directory_under_the_roots_is_watched_once_and_links_are_never_entered(
+        tmp_path: Path, root_dir: Path) -> None:
+    (root_dir / "a" / "b").mkdir(parents=True)
+    (root_dir / "inner" / "c").mkdir(parents=True)
+    (root_dir / "link_in").symlink_to("a")
+    outside = tmp_path / "outside"
+    (outside / "o1" / "o2").mkdir(parents=True)
+    (root_dir / "link_out").symlink_to(outside)
+    (root_dir / "a" / "link_abs").symlink_to("/")
+    os.mkdir(os.fsencode(root_dir) + b"/\xffdir")  # watchfiles cannot take such a name (nor has it a URI)
+    roots = Sandbox.open([str(root_dir / "inner"), str(root_dir), str(root_dir / "inner")])  # nested, and twice
     try:
-        watcher = Watcher(Recorder(), both)  # type: ignore[arg-type]
-        assert watcher._directory_modified_since(since, _Stop({})) is True
-        assert attempts == [str(first)]
+        stop = _Stop()
+        paths = Watcher(Recorder(), roots)._watch_paths(stop)  # type: ignore[arg-type]
     finally:
-        both.close()
+        roots.close()
+    expected = [root_dir / "inner", root_dir / "inner" / "c", root_dir, root_dir / "a", root_dir / "a" / "b"]
+    assert paths == [str(path) for path in expected]
+    assert stop.watched == frozenset(paths) and not stop.capped
+
+
+def test_a_root_that_cannot_be_walked_is_watched_alone_and_a_stopped_walk_ends_early(
+        root_dir: Path, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    (root_dir / "a" / "b").mkdir(parents=True)
+    watcher = Watcher(Recorder(), sandbox)  # type: ignore[arg-type]
+    real_walk = sandbox.walk
+
+    def failing(start: Any, **kwargs: Any) -> Iterator[Any]:
+        raise FsError("Too many open files")
+        yield  # pragma: no cover - a generator that fails at once
+
+    monkeypatch.setattr(sandbox, "walk", failing)
+    assert watcher._watch_paths(_Stop()) == [str(root_dir)]
+    monkeypatch.setattr(sandbox, "walk", real_walk)
+    stop = _Stop()
+    stop.set()
+    assert watcher._directories(stop, 100) == [str(root_dir)]
+
+
+@pytest.mark.parametrize(("text", "limit"), [("100\n", 50), ("1\n", 1), ("10000000\n", 20_000), ("garbage", 20_000), (None, 20_000)])
+def test_the_directory_limit_is_at_most_half_of_the_users_inotify_watches(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, text: str | None, limit: int) -> None:
+    from mcp_ref_fs import watch
+
+    source = tmp_path / "max_user_watches"
+    if text is not None:
+        source.write_text(text)
+    monkeypatch.setattr(watch, "INOTIFY_WATCH_LIMIT", str(source))
+    assert watch.watch_limit() == limit
+
+
+def _capped(monkeypatch: pytest.MonkeyPatch, tmp_path: Path, limit: int = 2) -> None:
+    from mcp_ref_fs import watch
+
+    (tmp_path / "max_user_watches").write_text(f"{2 * limit}\n")
+    monkeypatch.setattr(watch, "INOTIFY_WATCH_LIMIT", str(tmp_path / "max_user_watches"))
+
+
+@pytest.mark.req("FS-WATCH-CONFINED")
+def test_beyond_the_limit_only_the_roots_and_the_subscribed_files_directories_are_watched(
+        tmp_path: Path, root_dir: Path, watched: tuple[Watcher, Recorder, str],
+        monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
+    import logging
+
+    watcher, _recorder, uri = watched
+    _capped(monkeypatch, tmp_path)
+    (root_dir / "x" / "y").mkdir(parents=True)
+    (tmp_path / "outside").mkdir()
+    (root_dir / "lk").symlink_to(tmp_path / "outside")
+    (root_dir / "link_sub").symlink_to("dir/sub")
+    spelled = {name: location_uri(watcher.sandbox.locate(str(root_dir / name))) for name in
+               ("x/y/later/deeper/new.txt", "lk/secret.txt", "link_sub/file.txt", "file.txt")}
+    watcher._subscribed = {uri: [uri], **{value: [value] for value in spelled.values()}}
+    stop = _Stop()
+    with caplog.at_level(logging.WARNING, logger="mcp_ref_fs.watch"):
+        paths = watcher._watch_paths(stop)
+        assert watcher._watch_paths(stop) == paths  # capped for good: no second walk, no second warning
+    # The root; dir/sub (also for link_sub/file.txt: its real directory); x/y, the nearest directory
+    # above x/y/later/deeper that exists; nothing for the file behind the link leaving the root.
+    assert sorted(paths) == sorted([str(root_dir), str(root_dir / "dir" / "sub"), str(root_dir / "x" / "y")])
+    assert stop.capped and stop.watched == frozenset(paths)
+    assert caplog.text.count("more than 2 directories") == 1
+    # A capped watch checks only what it watches, and rebuilds when the subscribed files' directories move.
+    listed = _age(root_dir, root_dir / "dir" / "sub", root_dir / "x" / "y")
+    assert watcher._scan_watched(stop, listed, listed) == (False, False)
+    (root_dir / "x" / "y" / "later").mkdir()
+    assert watcher._scan_watched(stop, listed, listed) == (True, True)
+
+
+def test_a_capped_watch_without_descriptor_paths_watches_the_roots_only(
+        tmp_path: Path, root_dir: Path, watched: tuple[Watcher, Recorder, str], monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_ref_fs import watch
+
+    watcher, _recorder, _uri = watched
+    _capped(monkeypatch, tmp_path, limit=1)
+    monkeypatch.setattr(watch, "FD_PATHS", str(tmp_path / "no-proc"))
+    stop = _Stop()
+    assert watcher._watch_paths(stop) == [str(root_dir)]
+    stop.set()
+    assert watcher._capped_directories(stop) == [str(root_dir)]
 
 
 def _fake_watchfiles(monkeypatch: pytest.MonkeyPatch, watch: Callable[..., Iterator[Any]]) -> None:
     monkeypatch.setitem(sys.modules, "watchfiles", types.SimpleNamespace(watch=watch))
+
+
+def _wait_until(condition: Callable[[], bool], seconds: float = 5) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():
+        assert time.monotonic() < deadline, "not within the time limit"
+        time.sleep(0.01)
+
+
+@pytest.mark.req("FS-WATCH-CONFINED")
+def test_a_new_subscription_to_a_capped_watch_has_its_directory_added(
+        tmp_path: Path, root_dir: Path, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_ref.watch import WatchSet
+
+    _capped(monkeypatch, tmp_path, limit=1)
+    (root_dir / "one").mkdir()
+    (root_dir / "two").mkdir()
+    builds: list[tuple[tuple[str, ...], dict[str, Any]]] = []
+
+    def watch(*paths: str, stop_event: Any, **options: Any) -> Iterator[Any]:
+        builds.append((paths, options))
+        while not stop_event.is_set():
+            time.sleep(0.01)
+        return
+        yield  # pragma: no cover - never a batch
+
+    _fake_watchfiles(monkeypatch, watch)
+    watcher = Watcher(Recorder(), sandbox)  # type: ignore[arg-type]
+    one, two = (location_uri(sandbox.locate(str(root_dir / name / "f.txt"))) for name in ("one", "two"))
+    try:
+        watcher.update(WatchSet(frozenset({one})))
+        _wait_until(lambda: len(builds) == 1)
+        watcher.update(WatchSet(frozenset({one})))  # nothing new: the watch stays
+        watcher.update(WatchSet(frozenset({one, two})))
+        _wait_until(lambda: len(builds) == 2)
+    finally:
+        watcher.close()
+    assert builds[0][0] == (str(root_dir), str(root_dir / "one"))
+    assert builds[1][0] == (str(root_dir), str(root_dir / "one"), str(root_dir / "two"))
+    assert builds[0][1]["recursive"] is False and builds[0][1]["watch_filter"] is None
+
+
+@pytest.mark.req("FS-WATCH-CONFINED")
+def test_a_batch_with_a_new_directory_has_the_watch_built_again_from_a_fresh_walk(
+        root_dir: Path, monkeypatch: pytest.MonkeyPatch, watched: tuple[Watcher, Recorder, str]) -> None:
+    watcher, recorder, _uri = watched
+    watcher._lists = True
+    time.sleep(0.1)  # the tree is older than the clock slack: the first watch has nothing to catch up
+    builds: list[tuple[str, ...]] = []
+    added = _change("added")
+
+    def watch(*paths: str, stop_event: Any, **options: Any) -> Iterator[Any]:
+        builds.append(paths)
+        stop_event.is_set()  # in place
+        if len(builds) == 1:
+            (root_dir / "new" / "deeper").mkdir(parents=True)
+            yield {(added, str(root_dir / "new"))}
+            pytest.fail("asked for another batch after a rebuild was due")
+        stop_event.set()
+        yield set()
+
+    _fake_watchfiles(monkeypatch, watch)
+    stop = _Stop()
+    within(5, lambda: watcher._run(stop, time.time_ns()))
+    assert builds[1] == (*builds[0], str(root_dir / "new"), str(root_dir / "new" / "deeper"))
+    assert recorder.lists[0] == "resources" and set(recorder.lists) == {"resources"}  # the batch (and maybe its catch-up)
+    assert recorder.updated == []
+    assert len(builds) == 2
 
 
 @pytest.mark.req("FS-WATCH-LIFETIME")
@@ -728,7 +987,7 @@ def test_a_batch_that_arrives_after_the_watch_stopped_is_not_announced(
         pytest.fail("asked for another batch after the stop")
 
     _fake_watchfiles(monkeypatch, watch)
-    stop = _Stop({})
+    stop = _Stop()
     within(5, lambda: watcher._run(stop, time.time_ns()))
     assert recorder.updated == [] and calls == [1]
     assert stop.event.is_set()
@@ -746,7 +1005,7 @@ def test_a_watch_stopped_while_recovering_from_a_failure_is_not_rebuilt(
         yield set()  # pragma: no cover - a generator that fails at once
 
     _fake_watchfiles(monkeypatch, watch)
-    stop = _Stop({})
+    stop = _Stop()
     within(5, lambda: watcher._run(stop, time.time_ns()))
     assert calls == [1]
     assert recorder.updated == [] and recorder.lists == []

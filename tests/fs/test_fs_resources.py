@@ -14,6 +14,7 @@ Helpers (and the test's own percent-encoding of paths) are in ``tests/fs/fixture
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import logging
 import os
@@ -562,14 +563,20 @@ def legacy_request(method: str, params: dict[str, Any]) -> dict[str, Any]:
     return {"jsonrpc": "2.0", "id": next(ids), "method": method, "params": params}
 
 
-@pytest.fixture
-def legacy(tree: Path) -> Iterator[ServerProcess]:
-    """A server after an initialize handshake at 2025-11-25 (checked against that schema)."""
-    with ServerProcess(fs_command(tree), schema="legacy", env=DEBUG) as process:
+@contextlib.contextmanager
+def legacy_session(root: Path) -> Iterator[ServerProcess]:
+    """A server over ``root`` after an initialize handshake at 2025-11-25 (checked against that schema)."""
+    with ServerProcess(fs_command(root), schema="legacy", env=DEBUG) as process:
         initialize = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "legacy-test", "version": "1"}}
         capabilities = result_of(process.request(legacy_request("initialize", initialize)))["capabilities"]
         assert capabilities["resources"].get("subscribe") is True
         process.send(notification("notifications/initialized"))
+        yield process
+
+
+@pytest.fixture
+def legacy(tree: Path) -> Iterator[ServerProcess]:
+    with legacy_session(tree) as process:
         yield process
 
 
@@ -594,6 +601,121 @@ def test_after_unsubscribing_a_legacy_client_gets_no_more_updates_for_that_file(
     wait_for(legacy, updated(b))
     seen = legacy.pending + collect(legacy, 0.3)
     assert not any(updated(a)(message) for message in seen)
+
+
+# --- the watch stays inside the roots --------------------------------------------------------------------------
+# watchfiles' recursive mode follows links: a link from the root to an outside tree used to put a kernel
+# watch on every outside directory and announce changes made there. The server process's inotify watches
+# are counted from /proc/<pid>/fdinfo (one "inotify wd:" line per watch).
+
+ROOT_DIRS = 5  # the root and the four directories below it that build_escape makes
+OUTSIDE_DIRS = 300
+
+
+def build_escape(base: Path, link: str) -> tuple[Path, Path, str]:
+    """``base/root`` (ROOT_DIRS directories, ``a.txt``) with a link to ``base/outside`` (OUTSIDE_DIRS
+    directories below it, ``secret.txt``): ``root/lk -> ../outside`` ("relative"), or
+    ``root/sub/deeper/abs -> /.../outside`` ("absolute", from a leaf directory). Returns the root,
+    the outside directory and the URI of the secret file through the link."""
+    root, outside = base / "root", base / "outside"
+    for name in ("sub/deeper", "other/x"):
+        (root / name).mkdir(parents=True)
+    (root / "a.txt").write_text("a0\n")
+    for index in range(OUTSIDE_DIRS):
+        (outside / f"d{index:03d}").mkdir(parents=True)
+    (outside / "secret.txt").write_text("outside secret\n")
+    if link == "relative":
+        (root / "lk").symlink_to("../outside")
+        through = root / "lk"
+    else:
+        (root / "sub" / "deeper" / "abs").symlink_to(outside.resolve())
+        through = root / "sub" / "deeper" / "abs"
+    assert (through / "secret.txt").read_text() == "outside secret\n"  # the link works for everyone else
+    return root, outside, file_uri(through / "secret.txt")
+
+
+def inotify_watches(pid: int) -> int:
+    """How many inotify watches the process ``pid`` holds, over all its inotify descriptors."""
+    total = 0
+    for fd in os.listdir(f"/proc/{pid}/fd"):
+        try:
+            if os.readlink(f"/proc/{pid}/fd/{fd}") != "anon_inode:inotify":
+                continue
+            with open(f"/proc/{pid}/fdinfo/{fd}") as info:
+                total += sum(line.startswith("inotify wd:") for line in info)
+        except OSError:  # closed meanwhile
+            continue
+    return total
+
+
+def change_outside(outside: Path) -> None:
+    """What another program does outside the root: append to a file, create one, create one deeper."""
+    with open(outside / "secret.txt", "a") as stream:
+        stream.write("appended\n")
+    (outside / "new").write_text("new\n")
+    (outside / "d000" / "deeper.txt").write_text("deeper\n")
+
+
+def announcements(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    return [m for m in messages if m.get("method") in (UPDATED, LIST_CHANGED)]
+
+
+@pytest.mark.req("FS-WATCH-CONFINED", "RES-FILE-PATH-TRAVERSAL", "SUB-ONLY-REQUESTED-TYPES")
+@pytest.mark.parametrize("link", ["relative", "absolute"])
+def test_changes_outside_the_root_through_a_link_send_nothing_and_no_outside_directory_is_watched(tmp_path: Path, link: str) -> None:
+    root, outside, secret = build_escape(tmp_path, link)
+    control = file_uri(root / "a.txt")
+    with ServerProcess(fs_command(root), env=DEBUG) as server:
+        open_listen(server, 1, {"resourceSubscriptions": [secret, control], "resourcesListChanged": True})
+        (root / "a.txt").write_text("a1\n")
+        wait_for(server, updated(control, 1))  # the watch is in place
+        watches = inotify_watches(server.proc.pid)
+        assert ROOT_DIRS <= watches <= ROOT_DIRS + 2, f"{watches} inotify watches for {ROOT_DIRS} directories in the root"
+        collect(server, 0.3)  # whatever the catch-up still had in flight
+        change_outside(outside)
+        assert announcements(collect(server, 2.0)) == []
+        (root / "a.txt").write_text("a2\n")  # the control: the watch is alive and announcing
+        wait_for(server, updated(control, 1))
+        (root / "created.txt").write_text("created\n")
+        wait_for(server, list_changed(1))
+        assert not any(updated(secret)(message) for message in server.pending)
+        assert inotify_watches(server.proc.pid) <= ROOT_DIRS + 2
+
+
+@pytest.mark.req("FS-WATCH-CONFINED", "LEGACY-RES-SUBSCRIBE")
+def test_a_legacy_subscription_through_a_link_leaving_the_root_hears_nothing_of_outside_changes(tmp_path: Path) -> None:
+    root, outside, secret = build_escape(tmp_path, "relative")
+    control = file_uri(root / "a.txt")
+    with legacy_session(root) as server:
+        for uri in (secret, control):
+            assert result_of(server.request(legacy_request("resources/subscribe", {"uri": uri}))) == {}
+        (root / "a.txt").write_text("a1\n")
+        wait_for(server, updated(control))
+        collect(server, 0.3)
+        change_outside(outside)
+        assert announcements(collect(server, 2.0)) == []  # a legacy session would also get list_changed
+        (root / "a.txt").write_text("a2\n")
+        wait_for(server, updated(control))
+        assert inotify_watches(server.proc.pid) <= ROOT_DIRS + 2
+
+
+@pytest.mark.req("FS-SUBSCRIBE-URI-CANONICAL", "FS-SUBSCRIBE-EXTERNAL-CHANGE")
+def test_a_nested_root_given_through_a_link_notifies_its_subscribers_under_either_spelling(tmp_path: Path) -> None:
+    outer = tmp_path / "outer"
+    inner = outer / "inner"
+    inner.mkdir(parents=True)
+    (inner / "b.txt").write_text("b0\n")
+    link = tmp_path / "inner-link"
+    link.symlink_to(inner)
+    (outer / "a.txt").write_text("a0\n")
+    by_link, by_real, control = file_uri(link / "b.txt"), file_uri(inner / "b.txt"), file_uri(outer / "a.txt")
+    with ServerProcess(fs_command(outer, link), env=DEBUG) as server:  # the outer root first
+        open_listen(server, 1, {"resourceSubscriptions": [by_link, by_real, control]})
+        (outer / "a.txt").write_text("a1\n")
+        wait_for(server, updated(control, 1))  # the watch is in place: what follows is not a catch-up
+        (inner / "b.txt").write_text("b1\n")
+        wait_for(server, updated(by_link, 1))
+        wait_for(server, updated(by_real, 1))
 
 
 # --- the pieces, in process ---------------------------------------------------------------------------------
@@ -726,10 +848,57 @@ def test_a_watch_that_cannot_be_set_up_gives_up_after_a_few_tries(
 
 
 @pytest.mark.req("FS-SUBSCRIBE-EXTERNAL-CHANGE")
-def test_a_subscribed_file_absent_throughout_counts_as_changed_only_if_its_directory_changed(tree: Path) -> None:
+def test_a_subscribed_file_absent_throughout_counts_as_changed_only_if_the_nearest_directory_above_changed(tree: Path) -> None:
     watcher, _recorder = watcher_over(tree)
-    gone, nowhere = file_uri(tree / "dir" / "gone.txt"), file_uri(tree / "no-such-dir" / "gone.txt")
+    gone, nowhere = file_uri(tree / "dir" / "gone.txt"), file_uri(tree / "no-such-dir" / "deeper" / "gone.txt")
     before = time.time_ns()
+    os.utime(tree, ns=(before - 10**11, before - 10**11))  # the root: last modified 100 s ago
     assert not watcher._changed_since(gone, None, before + 10**12)  # directory untouched since
     assert watcher._changed_since(gone, None, before - 10**12)
-    assert not watcher._changed_since(nowhere, None, before - 10**12)  # no directory at all
+    # No directory of its own: the root above decides (a directory holding it was moved away, say).
+    assert not watcher._changed_since(nowhere, None, before - 10**10)
+    assert watcher._changed_since(nowhere, None, before - 10**12)
+    through_a_link = file_uri(tree / "escape" / "gone.txt")
+    (tree / "escape").symlink_to(tree.parent)  # leaves the root: never looked at, never counts
+    assert not watcher._changed_since(through_a_link, None, 0)
+
+
+@pytest.mark.req("FS-WATCH-OFF-LOOP")
+def test_update_does_no_disk_work_on_the_event_loop_however_many_uris_are_subscribed(
+        tree: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Thousands of subscribed URIs whose resolution is expensive (a chain of links each) are put in
+    canonical form on the loop (string work) and fingerprinted by the watch thread."""
+    import threading
+
+    from mcp_ref.watch import WatchSet
+    from mcp_ref_fs.root import Sandbox
+
+    calls: list[tuple[str, str]] = []  # (method, thread name)
+    for name in ("stat", "identity", "open_file", "open_directory", "list_directory", "walk"):
+        def recording(*args: Any, _real: Callable[..., Any] = getattr(Sandbox, name), _name: str = name, **kwargs: Any) -> Any:
+            calls.append((_name, threading.current_thread().name))
+            return _real(*args, **kwargs)
+
+        monkeypatch.setattr(Sandbox, name, recording)
+    (tree / "chain").mkdir()
+    for index in range(30):  # link30 -> link29 -> ... -> link0 -> dir
+        (tree / "chain" / f"link{index}").symlink_to("../dir" if index == 0 else f"link{index - 1}")
+    uris = [file_uri(tree / "chain" / f"link{index % 30}" / f"f{index}.txt") for index in range(2000)]
+    watcher, _recorder = watcher_over(tree)
+    try:
+        started = time.perf_counter()
+        watcher.update(WatchSet(frozenset(uris), frozenset({"resources"})))
+        first = time.perf_counter() - started
+        assert watcher.running
+        started = time.perf_counter()
+        watcher.update(WatchSet(frozenset(uris[:1000]), frozenset({"resources"})))  # a stream ended
+        again = time.perf_counter() - started
+        on_the_loop = [call for call in calls if call[1] == threading.current_thread().name]
+        assert on_the_loop == []
+        assert first < 1.0 and again < 0.2, (first, again)
+        deadline = time.monotonic() + 10
+        while not any(name == "stat" for name, _thread in calls) and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert {thread for _name, thread in calls} == {"mcp-ref-fs-watch"}  # the thread did the disk work
+    finally:
+        stop_watching(watcher)
