@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo fuzz bench bench-fs conformance bundle clean
+.PHONY: test demo fuzz bench bench-fs conformance spec bundle clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -40,6 +40,11 @@ bench-fs: $(STAMP)
 
 conformance: $(STAMP)
 	PATH=$(CURDIR)/$(BIN):$$PATH ../shared/conformance/run.sh -- $(CURDIR)/$(BIN)/mcp-ref-everything
+
+# Refresh what spec/ generates: every record's tests: line, then docs/conformance.md (spec/README.md).
+spec: $(STAMP)
+	$(BIN)/python spec/trace.py --write
+	$(BIN)/python spec/trace.py --conformance docs/conformance.md
 
 # The MCP Bundle (manifest.json + the sources it needs) for one-step install in Claude Desktop.
 bundle:

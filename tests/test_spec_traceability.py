@@ -1,7 +1,7 @@
 """spec/ and tests/ agree: every cited requirement exists, every server MUST/SHOULD is proved or
 explained, and every record's tests: line is current.
 
-The first four tests check the real repository with spec/trace.py's own parser and scanner
+The first five tests check the real repository with spec/trace.py's own parser and scanner
 (the same code ``python spec/trace.py --check`` runs). The rest check that tool on small
 synthetic repositories, so a bug in the checker cannot silently pass everything.
 """
@@ -68,6 +68,16 @@ def test_tests_lines_in_spec_match_the_req_markers(spec, scan):
         for r in trace.check(spec, scan).stale
     ]
     assert not stale, "Stale tests: lines in spec/. " + FIX + "\n  " + _lines(stale)
+
+
+def test_docs_conformance_md_is_current(spec, scan):
+    path = trace.CONFORMANCE_PATH
+    expected = trace.conformance(spec, scan)
+    current = path.read_text(encoding="utf-8") if path.exists() else None
+    assert current == expected, (
+        f"{trace._rel(path, trace.REPO_ROOT)} is missing or stale (spec/ or the req markers in tests/ changed). "
+        "Run `make spec` to regenerate it, then commit it."
+    )
 
 
 # --- the checker itself, on synthetic repositories ------------------------------------------------
