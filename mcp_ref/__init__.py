@@ -6,7 +6,8 @@ Reading order for a newcomer, following one message from stdin to stdout:
 block) -> ``dispatcher`` (eras, routing, errors) -> ``meta`` / ``versions`` -> the feature
 modules (``discover``, ``tools``, ``resources``, ``prompts``, ``completion``, ``pagination``,
 ``subscriptions`` + ``watch``, ``mrtr`` + ``requeststate``, ``sealing`` (the one HMAC, for
-request state and cursors), ``legacy``, ``ratelimit``) -> ``server`` (the API).
+request state and cursors), ``legacy`` + ``outgoing`` (server-to-client requests, for
+initialize-era clients only), ``ratelimit``) -> ``server`` (the API).
 """
 
 from .caching import CacheHint

@@ -7,8 +7,9 @@ Theory of operation
 -------------------
 The transport feeds events from ``wire.WireReader`` to ``Dispatcher.handle``, synchronously.
 
-* A **bad message** is answered at once with its error. A **client response** is logged and
-  dropped (clients must not send them on stdio). A **notification** is handled inline and never
+* A **bad message** is answered at once with its error. A **client response** goes to
+  ``outgoing`` (the answer to a request we sent an initialize-era client; anything else is
+  logged and dropped there). A **notification** is handled inline and never
   answered: ``notifications/cancelled`` cancels the named request, ``notifications/initialized``
   completes the legacy handshake, anything else is ignored.
 * A **request** becomes an asyncio task, so requests run concurrently and responses go out as
@@ -28,6 +29,12 @@ Each request then goes through a few named steps, top to bottom in this file:
 5. ``_complete`` (modern: ``resultType``, ``serverInfo``, caching hints), ``legacy.to_legacy_result``
    (the negotiated version's shape), or ``_input_required`` (an interim result).
 
+A legacy handler that raises ``InputRequired`` is served by ``_ask_legacy_client`` instead: the
+input requests go to the client as server-to-client requests (``outgoing``), and the handler runs
+again with the validated answers as ``ctx.input_responses`` and its ``state`` as ``ctx.state``,
+for at most ``LEGACY_MAX_ROUNDS`` rounds; what the client's version or capabilities cannot carry
+gets the tool error (or -32603) of ``_legacy_input_error``.
+
 Exceptions become wire errors in exactly one place (``_error_for``), ``SystemExit``,
 ``KeyboardInterrupt`` and ``GeneratorExit`` from a handler included: they end that request with
 an error, never the server. Only the client's ``notifications/cancelled`` (or shutdown) silences
@@ -45,7 +52,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from dataclasses import dataclass
+import uuid
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
 from . import completion, discover, legacy, prompts, resources, subscriptions, tools
@@ -65,7 +73,9 @@ from .errors import (
     too_many_digits,
 )
 from .meta import SERVER_INFO, carries_modern_meta, parse_progress_token, parse_request_meta
-from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, check_input_request, parse_input_responses, required_capability
+from .meta import client_has_capability
+from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, check_input_request, parse_input_responses, required_capability, validate_input_response
+from .outgoing import ClientRequestFailed, Outgoing, legacy_wire_request, unsupported_by_version
 from .versions import MODERN_VERSIONS
 from .wire import BadMessage, ClientResponse, Event, Notification, Request, encode_message, error_response, is_valid_id, result_response
 
@@ -73,6 +83,9 @@ if TYPE_CHECKING:
     from .server import Server
 
 log = logging.getLogger("mcp_ref")
+
+# A legacy request asks the client at most this many times in a row before it is answered with an error.
+LEGACY_MAX_ROUNDS = 16
 
 Handler = Callable[["Server", RequestContext, dict[str, Any]], Awaitable[dict[str, Any]]]
 
@@ -121,6 +134,16 @@ class InFlight:
     cost: int = 0  # the request's estimated parsed size (wire.Request.cost), counted in in_flight_cost
 
 
+@dataclass(eq=False)
+class LegacyRounds:
+    """What a legacy request's handler has been told so far, across the rounds of asking its client."""
+
+    responses: dict[str, Any] = field(default_factory=dict)  # validated answers, by input request key
+    state: Any = None  # the handler's state from its last InputRequired
+    count: int = 0  # rounds of asking so far
+    previous: RequestContext | None = None  # last round's context (its progress carries on)
+
+
 def _key(request_id: Any) -> tuple[type, Any]:
     # 1 and "1" are different request ids.
     return (type(request_id), request_id)
@@ -156,6 +179,7 @@ class Dispatcher:
         self._loop_thread = threading.get_ident()
         self.idle = asyncio.Event()
         self.idle.set()
+        self.outgoing = Outgoing(self.send)  # requests to initialize-era clients only
         server.bind(self.emit)
 
     # --- output -------------------------------------------------------------------------------
@@ -195,7 +219,8 @@ class Dispatcher:
     @property
     def backlog(self) -> int:
         """Requests in flight, subscriptions excluded (the transport pauses reading when this is large)."""
-        return len(self._in_flight) + len(self._draining) - len(self.server.subscriptions)
+        # Requests waiting for the client's own answer are not work the client is waiting for us to do.
+        return len(self._in_flight) + len(self._draining) - len(self.server.subscriptions) - self.outgoing.waiting
 
     def is_in_flight(self, request_id: Any) -> bool:
         """Is a request with this id running (not answered, not cancelled)?"""
@@ -211,7 +236,7 @@ class Dispatcher:
             log.warning("bad message: %s", event.error.message)
             self.send(error_response(event.id, event.error))
         elif isinstance(event, ClientResponse):
-            log.warning("ignoring a JSON-RPC response from the client (id %r): this server sends no requests", event.id)
+            self.outgoing.receive(event.id, event.message)
 
     def _start(self, request: Request) -> None:
         key = _key(request.id)
@@ -296,25 +321,33 @@ class Dispatcher:
     async def _answer(self, request: Request, entry: InFlight) -> dict[str, Any]:
         """The response to one request: its result, or the error that replaces it."""
         modern = self._is_modern(request)
-        try:
-            result = await self._run(request, entry, modern)
-        except InputRequired as needed:
+        rounds = LegacyRounds()
+        while True:
             try:
-                result = self._input_required(request, entry, needed, modern)
-            except Exception as exc:
+                result = await self._run(request, entry, modern, rounds)
+            except InputRequired as needed:
+                try:
+                    if modern:
+                        result = self._input_required(request, entry, needed, modern)
+                    else:
+                        answered = await self._ask_legacy_client(request, entry, needed, rounds)
+                        if answered is None:
+                            continue  # the client answered: run the handler again
+                        result = answered
+                except Exception as exc:
+                    return error_response(request.id, self._error_for(exc, modern, request.method))
+            except asyncio.CancelledError:
+                if entry.cancelled or _being_cancelled():
+                    raise  # the client's cancellation (or shutdown's): no response
+                # Raised inside the handler (it awaited a task that was cancelled): only the client may
+                # silence a request, so this one is answered like any other failure.
+                log.error("handler for %s (id %r) was interrupted by a cancellation the client did not ask for", request.method, clip(request.id))
+                return error_response(request.id, InternalError(f"Internal error while handling {request.method}"))
+            except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:  # the one place exceptions become wire errors
+                # SystemExit (argparse, sys.exit) and KeyboardInterrupt from a handler end that request,
+                # never the server: the other requests in flight are still answered.
                 return error_response(request.id, self._error_for(exc, modern, request.method))
-        except asyncio.CancelledError:
-            if entry.cancelled or _being_cancelled():
-                raise  # the client's cancellation (or shutdown's): no response
-            # Raised inside the handler (it awaited a task that was cancelled): only the client may
-            # silence a request, so this one is answered like any other failure.
-            log.error("handler for %s (id %r) was interrupted by a cancellation the client did not ask for", request.method, clip(request.id))
-            return error_response(request.id, InternalError(f"Internal error while handling {request.method}"))
-        except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:  # the one place exceptions become wire errors
-            # SystemExit (argparse, sys.exit) and KeyboardInterrupt from a handler end that request,
-            # never the server: the other requests in flight are still answered.
-            return error_response(request.id, self._error_for(exc, modern, request.method))
-        return result_response(request.id, result)
+            return result_response(request.id, result)
 
     def _is_modern(self, request: Request) -> bool:
         """The era of one request (basic/versioning#backward-compatibility...).
@@ -373,10 +406,11 @@ class Dispatcher:
             input_responses.update(fresh)  # this round's answers win over carried ones
         return context
 
-    def _legacy_context(self, request: Request) -> RequestContext:
-        """A legacy request's client is the one the ``initialize`` handshake described."""
+    def _legacy_context(self, request: Request, rounds: LegacyRounds | None = None) -> RequestContext:
+        """A legacy request's client is the one the ``initialize`` handshake described; on a
+        re-run, the answers its client gave so far and the handler's state come along."""
         session = self.server.legacy
-        return RequestContext(
+        context = RequestContext(
             request_id=request.id,
             method=request.method,
             era="legacy",
@@ -387,11 +421,20 @@ class Dispatcher:
             progress_token=parse_progress_token(request.params.get("_meta")),
             emit=self.emit,
         )
+        if rounds is not None and rounds.count:
+            context.input_responses = dict(rounds.responses)
+            context.state = rounds.state
+            if rounds.previous is not None:  # progress keeps increasing across rounds
+                context._last_progress = rounds.previous._last_progress
+                context._last_progress_time = rounds.previous._last_progress_time
+        if rounds is not None:
+            rounds.previous = context
+        return context
 
-    async def _run(self, request: Request, entry: InFlight, modern: bool) -> dict[str, Any]:
+    async def _run(self, request: Request, entry: InFlight, modern: bool, rounds: LegacyRounds | None = None) -> dict[str, Any]:
         """Route, build the context, run the handler (within the concurrency bound), shape the result."""
         handler = self._route(request.method, request.params, modern)
-        context = self._modern_context(request) if modern else self._legacy_context(request)
+        context = self._modern_context(request) if modern else self._legacy_context(request, rounds)
         entry.context = context
         context._emit = self._emitter_for(entry)
         context._cancelled = entry.cancelled
@@ -420,9 +463,8 @@ class Dispatcher:
             self.server.cache_hint(method).apply(result)
         return result
 
-    def _input_required(self, request: Request, entry: InFlight, needed: InputRequired, modern: bool) -> dict[str, Any]:
-        """Turn a handler's ``InputRequired`` into an ``InputRequiredResult`` (or the error that replaces it)."""
-        method = request.method
+    def _check_input_required(self, method: str, entry: InFlight, needed: InputRequired) -> None:
+        """What both eras check of a handler's ``InputRequired`` before anything is sent (-32603)."""
         if entry.context is not None:
             entry.context._finish()
         if method not in MRTR_METHODS:
@@ -434,8 +476,11 @@ class Dispatcher:
             except ValueError as exc:
                 log.error("a %s handler built a malformed input request %r: %s", method, key, exc)
                 raise InternalError(f"Internal error: {method} built a malformed input request") from None
-        if not modern:
-            return self._legacy_input_error(method, needed)
+
+    def _input_required(self, request: Request, entry: InFlight, needed: InputRequired, modern: bool) -> dict[str, Any]:
+        """Turn a handler's ``InputRequired`` into an ``InputRequiredResult`` (or the error that replaces it)."""
+        method = request.method
+        self._check_input_required(method, entry, needed)
         assert entry.context is not None
         check_client_can_answer(needed.requests, entry.context.client_capabilities)
         result: dict[str, Any] = {"resultType": "input_required"}
@@ -447,13 +492,71 @@ class Dispatcher:
         result["_meta"] = {SERVER_INFO: self.server.info}
         return result
 
-    def _legacy_input_error(self, method: str, needed: InputRequired) -> dict[str, Any]:
-        wanted = sorted({required_capability(r)[0] for r in needed.requests.values()})
+    async def _ask_legacy_client(self, request: Request, entry: InFlight, needed: InputRequired, rounds: LegacyRounds) -> dict[str, Any] | None:
+        """Ask an initialize-era client with server-to-client requests (``outgoing``).
+
+        None when every answer arrived and was valid (``rounds`` holds them: run the handler
+        again); otherwise the final result (a tool error) or an exception (-32603) saying why.
+        """
+        method = request.method
+        self._check_input_required(method, entry, needed)
+        session = self.server.legacy
+        version = session.version or ""
+        missing = sorted(
+            {
+                unsupported_by_version(r, version) or required_capability(r)[0]
+                for r in needed.requests.values()
+                if unsupported_by_version(r, version) or not client_has_capability(session.client_capabilities, required_capability(r)[0])
+            }
+        )
+        if missing:
+            return self._legacy_input_error(method, missing, needed)
+        if rounds.count >= LEGACY_MAX_ROUNDS:
+            log.error("a %s handler asked its client for input %d times in a row; giving up", method, rounds.count)
+            return self._legacy_failure(method, f"it asked the client for input {rounds.count} times in a row without finishing")
+        rounds.count += 1
+        rounds.state = needed.state
+        if not needed.requests:
+            return None  # state only: the handler runs again with it
+        timeout = self.server.client_request_timeout_seconds
+        asks = {
+            key: asyncio.ensure_future(
+                self.outgoing.request(r["method"], legacy_wire_request(r, version, f"mcp-ref-elicitation-{uuid.uuid4().hex}"), timeout)
+            )
+            for key, r in needed.requests.items()
+        }
+        try:
+            done, _ = await asyncio.wait(asks.values(), return_when=asyncio.FIRST_EXCEPTION)
+            for key, task in asks.items():
+                if task in done and task.exception() is not None:
+                    raise task.exception()  # type: ignore[misc]
+            for key, task in asks.items():
+                try:
+                    rounds.responses[key] = validate_input_response(key, needed.requests[key], task.result())
+                except ProtocolError as exc:
+                    raise ClientRequestFailed(f"the client's answer to {needed.requests[key]['method']} was not valid: {exc.message}") from None
+        except ClientRequestFailed as exc:
+            log.warning("%s (id %r) could not get the client's input: %s", method, clip(request.id), exc)
+            return self._legacy_failure(method, f"the client's input could not be obtained: {exc}")
+        finally:
+            for task in asks.values():
+                if not task.done():
+                    task.cancel()
+            await asyncio.gather(*asks.values(), return_exceptions=True)
+        return None
+
+    def _legacy_failure(self, method: str, why: str) -> dict[str, Any]:
+        explanation = f"This {'tool' if method == 'tools/call' else method} did not finish: {why}"
+        if method == "tools/call":
+            return tools.tool_error_result(explanation)
+        raise InternalError(explanation)
+
+    def _legacy_input_error(self, method: str, wanted: list[str], needed: InputRequired) -> dict[str, Any]:
         explanation = (
             f"This {'tool' if method == 'tools/call' else method} needs input from the client "
-            f"({', '.join(wanted) or 'a follow-up round'}), which this server can only request from "
-            f"MCP {MODERN_VERSIONS[0]} clients (multi round-trip requests); this client speaks "
-            f"{self.server.legacy.version}, so upgrade the client or use a tool that needs no interaction"
+            f"({', '.join(wanted)}), which this client (MCP {self.server.legacy.version}) did not declare "
+            f"in initialize or cannot receive; declare the capability, or use an MCP {MODERN_VERSIONS[0]} "
+            "client, or a tool that needs no interaction"
         )
         if method == "tools/call":
             return tools.tool_error_result(explanation)

@@ -29,9 +29,10 @@ older than     what is removed or rewritten
                the ``completions`` capability
 =============  =======================================================================
 
-This server never sends requests to the client, so a handler that needs client input (MRTR)
-cannot get it from a legacy client: tools answer with a tool error saying what is needed, other
-methods with -32603 and the same explanation.
+A handler that needs client input (MRTR) gets it from a legacy client through server-to-client
+requests (``outgoing``, driven by the dispatcher) when the client declared the capability and its
+version can carry the request; otherwise tools answer with a tool error saying what is needed,
+other methods with -32603 and the same explanation.
 """
 
 from __future__ import annotations

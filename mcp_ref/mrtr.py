@@ -4,7 +4,8 @@ Spec: basic/patterns/mrtr (2026-07-28), client/elicitation, client/sampling, cli
 
 Theory of operation
 -------------------
-The server never sends a request to the client. A handler that needs something from the client
+In 2026-07-28 the server never sends a request to the client (initialize-era clients are
+asked with server-to-client requests instead: see ``outgoing``; the handler code is the same). A handler that needs something from the client
 (a form answer, an LLM sample, the client's roots) *asks* through its context::
 
     answer = ctx.ask("user_name", elicit_form("What is your name?", {...}))
@@ -32,6 +33,7 @@ from __future__ import annotations
 from typing import Any, Mapping
 from urllib.parse import urlsplit
 
+from .content import content_problem
 from .errors import InvalidParams, MissingRequiredClientCapability, clip
 from .meta import client_has_capability
 
@@ -273,6 +275,11 @@ def _input_response_problem(method: str, response: Any) -> str | None:
         blocks = content if isinstance(content, list) else [content]
         if not blocks or not all(isinstance(block, dict) and isinstance(block.get("type"), str) for block in blocks):
             return "content must be a content block or a list of them"
+        for block in blocks:
+            # Text, image and audio blocks are checked as fully as the server's own output; the
+            # sampling-only kinds (tool_use, tool_result) keep the type check above.
+            if block["type"] in ("text", "image", "audio") and (problem := content_problem(block)):
+                return f"content: {problem}"
         if not isinstance(response.get("model"), str):
             return "model must be a string"
         return None

@@ -30,6 +30,7 @@ from typing import Any, Callable, Iterable
 
 from .caching import DEFAULT_LIST_HINT, DEFAULT_READ_HINT, CacheHint
 from .legacy import LegacySession
+from .outgoing import DEFAULT_CLIENT_REQUEST_TIMEOUT_SECONDS
 from .requeststate import StateSealer
 from .pagination import DEFAULT_PAGE_SIZE
 from .prompts import Prompt, PromptArgument
@@ -74,6 +75,9 @@ class Server:
     * ``handler_threads``: size of the pool that runs *synchronous* handlers (I/O never uses it).
     * ``rate_limits``: ``{method: RateLimit}`` pacing requests of those methods (e.g.
       ``"tools/call"``, ``"completion/complete"``); none by default.
+    * ``client_request_timeout_seconds``: how long a legacy (initialize-era) request waits for
+      its client's answer to an ``elicitation/create``, ``sampling/createMessage`` or
+      ``roots/list`` the server sent for it (default 300 s); then the request ends with an error.
     """
 
     def __init__(
@@ -93,6 +97,7 @@ class Server:
         state_ttl_seconds: float = 600,
         handler_threads: int = 4,
         rate_limits: dict[str, RateLimit] | None = None,
+        client_request_timeout_seconds: float = DEFAULT_CLIENT_REQUEST_TIMEOUT_SECONDS,
     ) -> None:
         self.info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
@@ -113,6 +118,10 @@ class Server:
         self.sealer = StateSealer(state_key, state_ttl_seconds)
         self.handler_threads = handler_threads
         self.rate_limits = dict(rate_limits or {})
+        if not client_request_timeout_seconds > 0:
+            raise ValueError("client_request_timeout_seconds must be positive")
+        # How long a legacy request waits for its client's answer to elicitation, sampling or roots.
+        self.client_request_timeout_seconds = float(client_request_timeout_seconds)
 
         self.tools: dict[str, Tool] = {}
         self.resources: dict[str, Resource] = {}

@@ -591,6 +591,8 @@ class StdioSession:
         self._update_reading()
         if self._file_reader is not None:
             self._file_reader.cancel()
+        # No answer to a request we sent the client can arrive any more: stop waiting for one.
+        dispatcher.outgoing.close("the server stopped reading input (end of input or shutdown)")
         # 1. Input already read (held back by the budgets, say) is still served in the grace period.
         while self._accepting and self._reader.has_pending_event() and loop.time() < grace_ends:
             self._pump()

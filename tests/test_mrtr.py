@@ -657,7 +657,7 @@ def legacy_session(process: ServerProcess) -> None:
             "jsonrpc": "2.0",
             "id": "init",
             "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}}, "clientInfo": {"name": "old", "version": "1"}},
+            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}},
         }
     )
     process.send({"jsonrpc": "2.0", "method": "notifications/initialized"})

@@ -325,15 +325,24 @@ async def test_resource_read_and_prompt_get_that_ask_for_input_complete_through_
     assert interview.messages[0].content == types.TextContent(type="text", text="Interview me about owls.")
 
 
-@pytest.mark.req("LEGACY-MRTR-TOOL-ERROR", "MRTR-USE-PATTERN")
-async def test_a_legacy_sdk_client_gets_a_tool_error_explaining_the_tool_needs_a_newer_client() -> None:
+@pytest.mark.req("LEGACY-CLIENT-INPUT-REQUESTS", "MRTR-USE-PATTERN")
+async def test_a_legacy_sdk_client_is_asked_through_its_elicitation_callback() -> None:
     callbacks = Callbacks()
     with anyio.fail_after(TEST_TIMEOUT):
         async with connect("legacy", **callbacks.options()) as client:
             result = await client.call_tool("ask_name", {})
+    assert not result.is_error
+    assert only_text(result) == "Hello, Ada!"
+    assert len(callbacks.elicitations) == 1  # one server-to-client elicitation/create
+
+
+@pytest.mark.req("LEGACY-MRTR-TOOL-ERROR")
+async def test_a_legacy_sdk_client_without_the_callback_gets_a_tool_error_saying_what_is_needed() -> None:
+    with anyio.fail_after(TEST_TIMEOUT):
+        async with connect("legacy") as client:
+            result = await client.call_tool("ask_name", {})
     assert result.is_error
     assert "2026-07-28" in only_text(result) and "elicitation" in only_text(result)
-    assert callbacks.elicitations == []  # the server never sends requests to the client
 
 
 # --- notifications -------------------------------------------------------------------------------------

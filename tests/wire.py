@@ -192,6 +192,9 @@ class ServerProcess:
             raise ValueError('schema must be "modern", "legacy", "auto" or None')
         self.command = list(command) if command is not None else [sys.executable, "-m", module]
         self.schema = schema
+        # Only initialize-era sessions may see server-to-client requests (elicitation, sampling,
+        # roots); a test opts in. The 2026-07-28 era must never see one.
+        self.allow_server_requests = False
         self.cwd = Path(cwd)
         self.env = dict(os.environ)
         self.env["PYTHONUNBUFFERED"] = "1"
@@ -499,7 +502,9 @@ class ServerProcess:
         message = decode_line(line)
         self.received.append(message)
         if "method" in message and "id" in message:
-            raise WireViolation(f"the server sent a request on stdio: {message!r}")
+            if not self.allow_server_requests:
+                raise WireViolation(f"the server sent a request on stdio: {message!r}")
+            return message  # an initialize-era server-to-client request (tests opt in)
         if is_response(message):
             if "id" in message and message["id"] is not None:
                 key = id_key(message["id"])

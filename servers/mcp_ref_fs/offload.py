@@ -70,6 +70,9 @@ async def off_loop(work: Callable[[Stop], T], *, seconds: float | None = None) -
         return await asyncio.shield(future)
     except asyncio.CancelledError:
         stop.set()  # the thread notices at its next check and returns; nothing waits for it
+        # Nobody awaits the worker's outcome any more: retrieve it when it comes, so an error the
+        # abandoned work raises is not logged as "exception was never retrieved".
+        future.add_done_callback(lambda done: done.cancelled() or done.exception())
         raise
 
 

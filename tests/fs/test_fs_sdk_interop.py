@@ -187,18 +187,17 @@ async def test_delete_file_keeps_the_file_when_the_user_declines_through_the_sdk
     assert "Not deleted" in only_text(result)
 
 
-@pytest.mark.req("LEGACY-MRTR-TOOL-ERROR", "FS-DELETE-CONFIRMED")
-async def test_a_legacy_sdk_client_gets_a_tool_error_from_delete_file_and_nothing_is_deleted(root: Path) -> None:
-    # The library cannot yet send initialize-era server-to-client requests, so the confirmation
-    # cannot be asked: the tool fails, saying why, rather than deleting unconfirmed.
-    confirm = Confirmations(accept=True)
+@pytest.mark.req("LEGACY-CLIENT-INPUT-REQUESTS", "FS-DELETE-CONFIRMED")
+@pytest.mark.parametrize("accept", [True, False], ids=["accept-deletes", "decline-keeps"])
+async def test_a_legacy_sdk_client_is_asked_to_confirm_delete_file_with_elicitation_create(root: Path, accept: bool) -> None:
+    # An initialize-era client is asked with a server-to-client elicitation/create request.
+    confirm = Confirmations(accept=accept)
     doomed = root / "sub" / "doomed.txt"
     with anyio.fail_after(TEST_TIMEOUT):
         async with connect("legacy", root, elicitation_callback=confirm) as client:
             result = await client.call_tool("delete_file", {"path": str(doomed)})
-    assert result.is_error
-    assert "2026-07-28" in only_text(result)
-    assert doomed.exists() and confirm.asked == []
+    assert len(confirm.asked) == 1
+    assert doomed.exists() is not accept, result
 
 
 # --- subscriptions ---------------------------------------------------------------------------------------

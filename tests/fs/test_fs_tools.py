@@ -1253,10 +1253,12 @@ def test_delete_file_outside_the_root_is_access_denied_before_asking(fresh_tree:
 
 
 @pytest.mark.req("FS-DELETE-CONFIRMED", "MRTR-USE-PATTERN")
-def test_delete_file_for_a_legacy_client_is_a_tool_error_and_deletes_nothing(fresh_tree: Tree, start_fs: Start) -> None:
+def test_delete_file_for_a_legacy_client_without_elicitation_is_a_tool_error_and_deletes_nothing(fresh_tree: Tree, start_fs: Start) -> None:
+    # A legacy client that declared elicitation is asked with elicitation/create (see
+    # tests/test_legacy_input_requests.py); one that did not gets a tool error saying why.
     server = start_fs(fresh_tree.root, schema="legacy")
     initialize = {"jsonrpc": "2.0", "id": next(_ids), "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+        "protocolVersion": "2025-11-25", "capabilities": {},
         "clientInfo": {"name": "legacy-client", "version": "1"}}}  # fmt: skip
     assert "result" in server.request(initialize)
     server.send(notification("notifications/initialized"))
