@@ -527,7 +527,7 @@ class Dispatcher:
         }
         try:
             done, _ = await asyncio.wait(asks.values(), return_when=asyncio.FIRST_EXCEPTION)
-            for key, task in asks.items():
+            for task in asks.values():
                 if task in done and task.exception() is not None:
                     raise task.exception()  # type: ignore[misc]
             for key, task in asks.items():

@@ -102,7 +102,7 @@ class UriTemplate:
         if spans is None:
             return None
         values: dict[str, str] = {}
-        for name, kind, (start, end) in zip(self.variables, self._kinds, spans):
+        for name, kind, (start, end) in zip(self.variables, self._kinds, spans, strict=True):
             value = _decode(uri[start:end], kind)
             if value is None:
                 return None

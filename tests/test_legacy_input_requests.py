@@ -20,7 +20,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 
-from tests.wire import ServerProcess, cancel, error_of, modern_request, notification, result_of, tool_call
+from tests.wire import ServerProcess, cancel, notification, result_of, tool_call
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 MODULE = "mcp_ref_everything"

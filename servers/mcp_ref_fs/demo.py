@@ -306,7 +306,7 @@ def main(argv: list[str] | None = None) -> int:
     width = options.width if options.width > 0 else sys.maxsize
 
     def out(line: str) -> None:
-        print(line, flush=True)
+        print(line, file=sys.stdout, flush=True)  # the demo talks to a person, not to an MCP client
 
     base = Path(tempfile.mkdtemp(prefix="mcp-ref-demo-")).resolve()
     root = base / "demo"

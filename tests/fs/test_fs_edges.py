@@ -29,11 +29,6 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-try:
-    import mcp_ref_fs.root  # noqa: F401
-except ImportError:  # not installed: use the source tree's servers/ folder
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "servers"))
-
 from mcp_ref import Server
 from mcp_ref_fs import _confine_openat2, offload
 from mcp_ref_fs import root as fsroot

@@ -20,7 +20,6 @@ import os
 import secrets
 import socket
 import stat
-import sys
 import threading
 import traceback
 from dataclasses import dataclass
@@ -28,11 +27,6 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-
-try:
-    import mcp_ref_fs.root  # noqa: F401
-except ImportError:  # not installed: use the source tree's servers/ folder
-    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "servers"))
 
 from mcp_ref_fs import _confine_walk
 from mcp_ref_fs import root as fsroot
