@@ -14,9 +14,15 @@ import argparse
 import os
 import sys
 
-from .config import DEFAULT_MAX_ENTRIES, DEFAULT_MAX_MEDIA_BYTES, DEFAULT_MAX_READ_BYTES, DEFAULT_SEARCH_SECONDS, Config
+from . import __version__ as VERSION
+from .config import (
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_MAX_MEDIA_BYTES,
+    DEFAULT_MAX_READ_BYTES,
+    DEFAULT_SEARCH_SECONDS,
+    Config,
+)
 
-VERSION = "0.1.0"
 SUBCOMMANDS = ("print-config", "install")  # as the first argument only
 
 DESCRIPTION = """\

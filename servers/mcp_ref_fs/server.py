@@ -10,13 +10,12 @@ from __future__ import annotations
 
 from mcp_ref import Server
 
+from . import __version__ as VERSION
 from .config import Config
 from .resources import READ_HINT, FsResources
 from .root import Sandbox
 from .tools import FsTools
 from .watch import Watcher
-
-VERSION = "0.1.0"
 
 INSTRUCTIONS = (
     "Read, search and change files inside the allowed directories (call list_allowed_directories first). "

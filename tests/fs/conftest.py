@@ -12,6 +12,7 @@ from __future__ import annotations
 import random
 import struct
 import sys
+import threading
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -141,3 +142,23 @@ def start_fs() -> Iterator[Callable[..., ServerProcess]]:
     yield start
     for process in started:
         process.close()
+
+
+def call_with_timeout(function: Callable[[], Any], timeout: float = 5.0) -> Any:
+    """Run ``function`` in a thread; fail the test, instead of hanging it, if it has not finished
+    after ``timeout`` seconds (a FIFO opened for reading, a link loop, a runaway walk)."""
+    outcome: dict[str, Any] = {}
+
+    def target() -> None:
+        try:
+            outcome["value"] = function()
+        except BaseException as error:  # re-raised in the test's thread
+            outcome["error"] = error
+
+    thread = threading.Thread(target=target, daemon=True)
+    thread.start()
+    thread.join(timeout)
+    assert not thread.is_alive(), f"the operation did not finish within {timeout} s"
+    if "error" in outcome:
+        raise outcome["error"]
+    return outcome.get("value")

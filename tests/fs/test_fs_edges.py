@@ -46,7 +46,7 @@ from mcp_ref_fs.root import (
 )
 from mcp_ref_fs.tools import FsTools, _last_bytes, _line_window
 from mcp_ref_fs.watch import Watcher, _Stop
-from tests.fs.conftest import fs_command
+from tests.fs.conftest import call_with_timeout, fs_command
 from tests.wire import ServerProcess, is_response, result_of, tool_call
 
 OLD = b"the old contents\n"
@@ -92,21 +92,7 @@ def occupy(number: int, path: Path, flags: int) -> None:
 
 def within(seconds: float, function: Callable[[], Any]) -> Any:
     """``function()``, failing the test instead of hanging when it does not return in time."""
-    outcome: dict[str, Any] = {}
-
-    def run() -> None:
-        try:
-            outcome["value"] = function()
-        except BaseException as error:  # handed to the test thread
-            outcome["error"] = error
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    thread.join(seconds)
-    assert not thread.is_alive(), f"did not return within {seconds} s"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
+    return call_with_timeout(function, seconds)
 
 
 @pytest.fixture

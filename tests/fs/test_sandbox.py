@@ -20,14 +20,12 @@ import os
 import secrets
 import socket
 import stat
-import threading
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-
 from mcp_ref_fs import _confine_walk
 from mcp_ref_fs import root as fsroot
 from mcp_ref_fs._confine_openat2 import Openat2Mechanism
@@ -42,6 +40,8 @@ from mcp_ref_fs.root import (
     WrongKind,
     choose_mechanism,
 )
+
+from tests.fs.conftest import call_with_timeout
 
 SECRET = "TOP-SECRET-" + secrets.token_hex(8)
 FILE_TEXT = b"file.txt, inside the root\n"
@@ -175,23 +175,6 @@ def assert_no_secret(value: object) -> None:
     assert SECRET not in text
 
 
-def call_with_timeout(function: Callable[[], Any], timeout: float = TIMEOUT) -> Any:
-    """Run ``function`` in a thread; fail if it has not finished after ``timeout`` seconds."""
-    outcome: dict[str, Any] = {}
-
-    def target() -> None:
-        try:
-            outcome["value"] = function()
-        except BaseException as error:  # re-raised in the test's thread
-            outcome["error"] = error
-
-    thread = threading.Thread(target=target, daemon=True)
-    thread.start()
-    thread.join(timeout)
-    assert not thread.is_alive(), f"the operation did not finish within {timeout} s"
-    if "error" in outcome:
-        raise outcome["error"]
-    return outcome.get("value")
 
 
 @pytest.fixture(params=["walk", "openat2"])
