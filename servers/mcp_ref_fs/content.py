@@ -51,6 +51,10 @@ __all__ = [
     "window_lines",
 ]
 
+# How listings tag each kind of entry (list_directory, list_directory_with_sizes, a directory
+# read as a resource): the official server's [FILE] and [DIR], plus our [LINK] and [OTHER].
+LISTING_TAGS = {"file": "[FILE]", "directory": "[DIR]", "symlink": "[LINK]", "other": "[OTHER]"}
+
 BOM = codecs.BOM_UTF8  # b"\xef\xbb\xbf"
 
 

@@ -156,8 +156,7 @@ class FsResources:
                 limit = self.config.max_entries
                 _location, entries, total = await off_loop(
                     lambda stop: self.sandbox.list_directory_page(path, limit=limit))
-                tags = {"file": "[FILE]", "directory": "[DIR]", "symlink": "[LINK]", "other": "[OTHER]"}
-                listing = "".join(f"{tags[e.kind]} {e.label}\n" for e in entries)
+                listing = "".join(f"{content.LISTING_TAGS[e.kind]} {e.label}\n" for e in entries)
                 if total > limit:  # said, as the listing tools say it, never cut silently
                     listing += f"[Truncated: showing {len(entries)} of {total} entries (--max-entries).]\n"
                 return [{"uri": uri, "mimeType": DIRECTORY_MIME, "text": listing}]

@@ -473,7 +473,7 @@ class FsTools:
                         continue
                     if count >= cap:
                         return top, count, True
-                    node: dict[str, Any] = {"name": entry.label, "type": _TREE_TYPE[entry.kind]}
+                    node: dict[str, Any] = {"name": entry.label, "type": entry.kind}
                     if entry.kind == "directory" and (max_depth is None or len(components) < max_depth):
                         # A directory maxDepth keeps us out of gets no children list: [] would say "empty".
                         node["children"] = children[components] = []
@@ -641,8 +641,7 @@ class FsTools:
 
 # --- helpers ---------------------------------------------------------------------------------------
 
-_TAG = {"file": "[FILE]", "directory": "[DIR]", "symlink": "[LINK]", "other": "[OTHER]"}
-_TREE_TYPE = {"file": "file", "directory": "directory", "symlink": "symlink", "other": "other"}
+_TAG = content.LISTING_TAGS
 _ENTRIES_SCHEMA = {"type": "array", "items": {"type": "object", "properties": {
     "name": {"type": "string"}, "type": {"type": "string"}, "size": {"type": "integer"}}, "required": ["name", "type"]}}
 _MATCHES_SCHEMA = {"type": "array", "items": {"type": "object", "properties": {
