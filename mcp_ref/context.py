@@ -75,6 +75,11 @@ class RequestContext:
         self._last_progress_time = 0.0
         self._log_allowance = float(LOG_MESSAGES_PER_SECOND)
         self._log_checked = time.monotonic()
+        # Tasks extension (set by the dispatcher): asks for this call to become a task, when it may;
+        # and, once it is one, its id and where its progress goes (the task's statusMessage).
+        self._request_task: Callable[[str | None], None] | None = None
+        self._task_id: str | None = None
+        self._task_status: Callable[[str], None] | None = None
 
     # --- lifecycle (set by the dispatcher) -------------------------------------------------------
 
@@ -98,9 +103,11 @@ class RequestContext:
         """Send ``notifications/progress`` if the request asked for it. Returns whether it was sent.
 
         Values must strictly increase; a value that does not is dropped, as is one sent after the
-        response or too soon after the previous one (unless it completes the total).
+        response or too soon after the previous one (unless it completes the total). In a task,
+        where progress notifications do not exist, it becomes the task's ``statusMessage``
+        (``message``, else "N of M") and is sent to whoever listens for the task.
         """
-        if self.progress_token is None or self._finished or self._cancelled:
+        if self._cancelled or (self.progress_token is None and self._task_status is None):
             return False
         if self._last_progress is not None and progress <= self._last_progress:
             log.debug("dropping non-increasing progress %r for request %r", progress, self.request_id)
@@ -108,6 +115,12 @@ class RequestContext:
         now = time.monotonic()
         final = total is not None and progress >= total
         if not final and self._last_progress is not None and now - self._last_progress_time < PROGRESS_MIN_INTERVAL_SECONDS:
+            return False
+        if self._task_status is not None:
+            self._last_progress, self._last_progress_time = progress, now
+            self._task_status(message if message is not None else f"{progress:g} of {total:g}" if total is not None else f"{progress:g}")
+            return True
+        if self._finished:
             return False
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
@@ -140,6 +153,29 @@ class RequestContext:
         if logger is not None:
             params["logger"] = logger
         self._emit({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+        return True
+
+    # --- tasks (the io.modelcontextprotocol/tasks extension) --------------------------------------
+
+    @property
+    def task_id(self) -> str | None:
+        """The id of the task this handler runs in, or None while it answers its request directly."""
+        return self._task_id
+
+    def run_as_task(self, status_message: str | None = None) -> bool:
+        """Answer this call with a task handle now, and keep running as that task.
+
+        Possible for a tool registered with ``task="optional"`` or ``"required"`` whose request
+        declared the tasks extension (and while the server has room for a task); returns whether
+        the call is (or already was) a task. Otherwise nothing changes and the handler's result is
+        the request's answer, as usual. Without this call, a task-capable call still becomes a task
+        once it runs longer than ``TaskSettings.answer_within_seconds``.
+        """
+        if self._task_id is not None:
+            return True
+        if self._request_task is None:
+            return False
+        self._request_task(status_message)
         return True
 
     # --- multi round-trip input -------------------------------------------------------------------

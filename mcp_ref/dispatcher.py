@@ -56,7 +56,7 @@ import uuid
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
-from . import completion, discover, legacy, prompts, resources, subscriptions, tools
+from . import completion, discover, legacy, prompts, resources, subscriptions, tasks, tools
 from .caching import CACHEABLE_METHODS
 from .context import RequestContext
 from .errors import (
@@ -101,6 +101,10 @@ MODERN_METHODS: dict[str, tuple[Handler, str | None]] = {
     "prompts/get": (prompts.get_prompt, "prompts"),
     "completion/complete": (completion.complete, "completions"),
     "subscriptions/listen": (subscriptions.listen, None),
+    # The tasks extension (io.modelcontextprotocol/tasks); -32601 when no tool supports tasks.
+    "tasks/get": (tasks.get_task, None),
+    "tasks/update": (tasks.update_task, None),
+    "tasks/cancel": (tasks.cancel_task, None),
 }
 
 LEGACY_METHODS: dict[str, tuple[Handler, str | None]] = {
@@ -109,7 +113,7 @@ LEGACY_METHODS: dict[str, tuple[Handler, str | None]] = {
     "logging/setLevel": (legacy.set_level, "logging"),
     "resources/subscribe": (legacy.subscribe, "resources.subscribe"),
     "resources/unsubscribe": (legacy.unsubscribe, "resources.subscribe"),
-    **{m: route for m, route in MODERN_METHODS.items() if m not in ("server/discover", "subscriptions/listen")},
+    **{m: route for m, route in MODERN_METHODS.items() if m not in ("server/discover", "subscriptions/listen") and not m.startswith("tasks/")},
 }
 
 
@@ -442,9 +446,12 @@ class Dispatcher:
         try:
             if limit is not None:
                 await limit.acquire()  # paced before it takes a slot
+            tool = self._task_capable_tool(request, context, modern)
             if request.method == "subscriptions/listen":
                 # Open for as long as the subscription lives: never holds a concurrency slot.
                 result = await handler(self.server, context, request.params)
+            elif tool is not None and self.server.tasks.reserve():
+                result = await self._call_maybe_as_task(handler, request, context)
             else:
                 async with self._slots:
                     result = await handler(self.server, context, request.params)
@@ -453,6 +460,109 @@ class Dispatcher:
         if modern:
             return self._complete(request.method, result)
         return legacy.to_legacy_result(request.method, result, self.server.legacy.version or "")
+
+    def _task_capable_tool(self, request: Request, context: RequestContext, modern: bool) -> tools.Tool | None:
+        """The tool a ``tools/call`` names, if this call may become a task (tasks extension).
+
+        A ``task="required"`` tool called without the extension in the request's ``_meta`` is
+        -32021 (a legacy client cannot declare it), before its handler runs.
+        """
+        if request.method != "tools/call":
+            return None
+        name = request.params.get("name")
+        tool = self.server.tools.get(name) if isinstance(name, str) else None
+        if tool is None or tool.task is None:
+            return None
+        if modern and tasks.client_supports_tasks(context.client_capabilities):
+            return tool
+        if tool.task == "required":
+            raise tasks.missing_tasks_extension(f"The tool {tool.name!r} runs only as a task: calling it")
+        return None
+
+    async def _call_maybe_as_task(self, handler: Handler, request: Request, context: RequestContext) -> dict[str, Any]:
+        """Run a task-capable ``tools/call`` (a task place is reserved): its result if it finishes
+        within ``answer_within_seconds`` and the handler did not ask for a task, else a
+        ``CreateTaskResult`` while the handler runs on as that task (``mcp_ref.tasks``)."""
+        store = self.server.tasks
+        wanted = asyncio.Event()
+        status: list[str | None] = [None]
+
+        def request_task(message: str | None) -> None:
+            def on_loop() -> None:
+                status[0] = message
+                wanted.set()
+
+            if threading.get_ident() == self._loop_thread:
+                on_loop()
+            else:
+                self._loop.call_soon_threadsafe(on_loop)
+
+        context._request_task = request_task
+        task: tasks.Task | None = None
+        work: asyncio.Future[dict[str, Any]] | None = None
+        try:
+            async with self._slots:
+                work = asyncio.ensure_future(handler(self.server, context, request.params))
+                asked = asyncio.ensure_future(wanted.wait())
+                try:
+                    await asyncio.wait((work, asked), timeout=store.settings.answer_within_seconds, return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    asked.cancel()
+                if work.done() and not wanted.is_set():
+                    return work.result()  # answered directly (an InputRequired or error included)
+            task = store.create(context.client_capabilities, status[0])
+        finally:
+            if task is None:
+                store.release()
+                context._request_task = None
+                if work is not None and not work.done():
+                    work.cancel()  # the request itself was cancelled
+        self._detach(task, context, work, request)
+        log.info("tools/call %r (id %r) continues as task %s", request.params.get("name"), clip(request.id), task.id)
+        return {"resultType": "task", **task.handle()}
+
+    def _detach(self, task: tasks.Task, context: RequestContext, work: asyncio.Future[dict[str, Any]], request: Request) -> None:
+        """Hand a running ``tools/call`` over to its task: progress becomes the task's status
+        message, and after client input the handler runs again with the task's answers."""
+        params = {name: value for name, value in request.params.items() if name not in ("inputResponses", "requestState")}
+        handler = MODERN_METHODS["tools/call"][0]
+
+        def status_of(ctx: RequestContext) -> Callable[[str], None]:
+            def report(message: str) -> None:
+                if threading.get_ident() == self._loop_thread:
+                    task.set_status_message(message)
+                else:
+                    self._loop.call_soon_threadsafe(task.set_status_message, message)
+
+            ctx._task_id, ctx._task_status = task.id, report
+            task.context = ctx
+            return report
+
+        status_of(context)
+        # What the call learnt through MRTR before it became a task carries on into the task.
+        task.answers.update(context.answered)
+        task.issued.update(context.answered)
+        task.state = context.state
+
+        async def next_round(task: tasks.Task) -> dict[str, Any]:
+            ctx = RequestContext(
+                request_id=request.id,
+                method="tools/call",
+                era="modern",
+                protocol_version=context.protocol_version,
+                client_capabilities=task.client_capabilities,
+                client_info=context.client_info,
+                log_level=None,
+                progress_token=None,
+                emit=lambda message: None,  # no notifications in a task: progress is its statusMessage
+                input_responses=dict(task.answers),
+                state=task.state,
+            )
+            ctx._finish()
+            status_of(ctx)
+            return await handler(self.server, ctx, params)
+
+        task.start(work, next_round, lambda result: self._complete("tools/call", result), lambda exc: self._error_for(exc, True, "tools/call"))
 
     def _complete(self, method: str, result: dict[str, Any]) -> dict[str, Any]:
         """A modern complete result: ``resultType``, ``serverInfo`` and, where cacheable, caching hints."""
@@ -607,6 +717,7 @@ class Dispatcher:
                 for task in self._draining:
                     task.cancel()
             await asyncio.gather(*pending, return_exceptions=True)
+        await self.server.tasks.close()  # nobody can poll them once the client has gone
         self.server.subscriptions.close_all()
         listens = [e.task for e in self._in_flight.values()]
         if listens:

@@ -38,6 +38,7 @@ from .ratelimit import RateLimit
 from .resources import Resource, ResourceTemplate
 from .sealing import Signer
 from .subscriptions import LIST_CHANGED_FIELDS, SubscriptionHub
+from .tasks import TASKS_EXTENSION, TaskSettings, TaskStore
 from .tools import Tool
 from .versions import initialize_versions, supported_versions
 from .watch import WatchHooks, WatchSet
@@ -78,6 +79,9 @@ class Server:
     * ``client_request_timeout_seconds``: how long a legacy (initialize-era) request waits for
       its client's answer to an ``elicitation/create``, ``sampling/createMessage`` or
       ``roots/list`` the server sent for it (default 300 s); then the request ends with an error.
+    * ``task_settings``: how tools registered with ``task=`` run as tasks (the
+      ``io.modelcontextprotocol/tasks`` extension): lifetime, polling interval, how quickly a call
+      must finish to be answered directly, and the bounds. See ``TaskSettings``.
     """
 
     def __init__(
@@ -98,6 +102,7 @@ class Server:
         handler_threads: int = 4,
         rate_limits: dict[str, RateLimit] | None = None,
         client_request_timeout_seconds: float = DEFAULT_CLIENT_REQUEST_TIMEOUT_SECONDS,
+        task_settings: TaskSettings | None = None,
     ) -> None:
         self.info: dict[str, Any] = {"name": name, "version": version}
         if title is not None:
@@ -132,6 +137,8 @@ class Server:
         self.completers: dict[tuple[str, str], Callable[..., Any]] = {}
 
         self.subscriptions = SubscriptionHub()
+        self.tasks = TaskStore(task_settings)
+        self.tasks.on_change = self.subscriptions.task_changed  # notifications/tasks
         self.legacy = LegacySession()
         self._watch_hooks = WatchHooks()
         self._emit: Callable[[dict[str, Any]], None] | None = None
@@ -174,7 +181,14 @@ class Server:
         if self.log_messages or era == "legacy":
             # Legacy clients may call logging/setLevel, which we serve.
             capabilities["logging"] = {}
+        if era == "modern" and self.offers_tasks:
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
         return capabilities
+
+    @property
+    def offers_tasks(self) -> bool:
+        """Does a registered tool support tasks (so the tasks extension is offered)?"""
+        return any(tool.task is not None for tool in self.tools.values())
 
     def cache_hint(self, method: str) -> CacheHint:
         """The caching hint for a cacheable method's complete results."""
@@ -192,6 +206,9 @@ class Server:
         uris = requested.get("resourceSubscriptions")
         if uris and self.resource_subscriptions:
             honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
+        task_ids = requested.get("taskIds")
+        if task_ids:  # tasks extension: the ids of tasks that exist (an unknown id gets nothing)
+            honoured["taskIds"] = [task_id for task_id in dict.fromkeys(task_ids) if task_id in self.tasks]
         return honoured
 
     # --- registration ---------------------------------------------------------------------------
@@ -218,13 +235,22 @@ class Server:
         annotations: dict[str, Any] | None = None,
         icons: list[dict[str, Any]] | None = None,
         meta: dict[str, Any] | None = None,
+        task: str | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator: register ``handler(ctx, arguments)`` as a tool (name defaults to the function's)."""
+        """Decorator: register ``handler(ctx, arguments)`` as a tool (name defaults to the function's).
+
+        ``task``: ``"optional"`` lets a call from a client that declared the tasks extension become
+        a task (when it runs long, or the handler calls ``ctx.run_as_task()``); ``"required"`` also
+        refuses clients that did not declare it (-32021). See ``mcp_ref.tasks``.
+        """
 
         def register(handler: Callable[..., Any]) -> Callable[..., Any]:
             schema = input_schema if input_schema is not None else {"type": "object", "additionalProperties": False}
             self.add_tool(
-                Tool(name or handler.__name__, handler, description or _doc(handler), schema, output_schema, title, annotations, icons, meta)
+                Tool(
+                    name or handler.__name__, handler, description or _doc(handler), schema, output_schema,
+                    title, annotations, icons, meta, task,
+                )
             )
             return handler
 

@@ -33,6 +33,7 @@ from typing import TYPE_CHECKING, Any, Callable
 from .errors import InternalError, InvalidParams, clip
 from .meta import SUBSCRIPTION_ID
 from .resources import MAX_URI_LENGTH
+from .tasks import client_supports_tasks, missing_tasks_extension
 
 if TYPE_CHECKING:
     from .context import RequestContext
@@ -53,6 +54,7 @@ MAX_OPEN_SUBSCRIPTIONS = 1024
 # list counts; a URI two streams hold counts twice). A memory guard like the one above.
 MAX_SUBSCRIBED_URIS = 10_000
 RESOURCE_UPDATED = "notifications/resources/updated"
+TASK_STATUS = "notifications/tasks"
 
 
 def parse_filter(params: dict[str, Any]) -> dict[str, Any]:
@@ -68,6 +70,9 @@ def parse_filter(params: dict[str, Any]) -> dict[str, Any]:
         raise InvalidParams('"notifications.resourceSubscriptions" must be an array of URI strings')
     for uri in uris or ():
         check_uri_length(uri)
+    task_ids = requested.get("taskIds")  # the tasks extension's filter field
+    if task_ids is not None and not (isinstance(task_ids, list) and all(isinstance(t, str) for t in task_ids)):
+        raise InvalidParams('"notifications.taskIds" must be an array of task id strings')
     return requested
 
 
@@ -101,6 +106,9 @@ class Subscription:
 
     def wants_uri(self, uri: str) -> bool:
         return uri in self.honoured.get("resourceSubscriptions", ())
+
+    def wants_task(self, task_id: str) -> bool:
+        return task_id in self.honoured.get("taskIds", ())
 
     @property
     def uris(self) -> list[str]:
@@ -185,6 +193,16 @@ class SubscriptionHub:
             self._send(subscription, RESOURCE_UPDATED, {"uri": uri})
         return len(targets)
 
+    def task_changed(self, task: Any) -> int:
+        """Send ``notifications/tasks`` (the task's ``DetailedTask``) on every stream that asked for
+        the task's id (tasks extension). Returns how many."""
+        targets = [s for s in self._open.values() if s.wants_task(task.id)]
+        if targets:
+            detailed = task.detailed()
+            for subscription in targets:
+                self._send(subscription, TASK_STATUS, detailed)
+        return len(targets)
+
     def _send(self, subscription: Subscription, method: str, params: dict[str, Any]) -> None:
         if self._emit is None:
             return
@@ -206,7 +224,10 @@ def _key(request_id: Any) -> tuple[type, Any]:
 
 async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``subscriptions/listen``: acknowledge, then stay open until cancelled or shut down."""
-    honoured = server.honoured_filter(parse_filter(params))
+    requested = parse_filter(params)
+    if "taskIds" in requested and not client_supports_tasks(ctx.client_capabilities):
+        raise missing_tasks_extension("subscriptions/listen with notifications.taskIds")
+    honoured = server.honoured_filter(requested)
     if len(server.subscriptions) >= MAX_OPEN_SUBSCRIPTIONS:
         raise InternalError(f"Too many open subscriptions (at most {MAX_OPEN_SUBSCRIPTIONS}); cancel one first")
     check_room_for_uris(server, len(honoured.get("resourceSubscriptions", ())))

@@ -39,6 +39,7 @@ from .meta import check_meta_keys
 from .mrtr import InputRequired
 from .pagination import page_result
 from .schemas import SchemaError, check_bounds, compile_schema, dialect_of
+from .tasks import TASK_SUPPORT
 
 if TYPE_CHECKING:
     from .context import RequestContext
@@ -76,6 +77,7 @@ class Tool:
     annotations: dict[str, Any] | None = None
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
+    task: str | None = None  # tasks extension: None (never a task), "optional" or "required"
     _check_arguments: Callable[[Any], list[str]] | None = field(default=None, repr=False)
     _check_output: Callable[[Any], list[str]] | None = field(default=None, repr=False)
 
@@ -87,6 +89,8 @@ class Tool:
         if not isinstance(self.input_schema, dict) or self.input_schema.get("type") != "object":
             raise ValueError(f"tool {self.name!r}: inputSchema must be a JSON Schema object with \"type\": \"object\"")
         check_meta_keys(self.meta, f"tool {self.name!r}")
+        if self.task is not None and self.task not in TASK_SUPPORT:
+            raise ValueError(f"tool {self.name!r}: task must be None, {' or '.join(map(repr, TASK_SUPPORT))}, not {self.task!r}")
         check_header_annotations(self.name, self.input_schema)
         for label, schema in (("inputSchema", self.input_schema), ("outputSchema", self.output_schema)):
             if schema is None:

@@ -13,7 +13,7 @@ content block, a list of blocks, a dict for structured output...) and the librar
 result, adds ``resultType``, caching hints and ``serverInfo``, and writes it to stdout.
 
 Sections: content tools, errors, progress and logging, client capabilities, multi round-trip
-requests (MRTR), list changes and subscriptions, schemas, extra tool features, resources, prompts,
+requests (MRTR), tasks, list changes and subscriptions, schemas, extra tool features, resources, prompts,
 completion.
 """
 
@@ -28,6 +28,7 @@ from mcp_ref import (
     CacheHint,
     Completion,
     InputRequired,
+    InternalError,
     MissingRequiredClientCapability,
     Prompt,
     PromptArgument,
@@ -272,6 +273,89 @@ async def test_url_elicitation(ctx: RequestContext, args: Arguments) -> str:
     # A client without elicitation.url gets -32021 naming it: the library checks before sending.
     answer = ctx.ask("authorize", elicit_url("Please open this page to authorize the demo", "https://example.com/authorize"))
     return f"URL elicitation finished with action {answer['action']!r}"
+
+
+# === Tasks (the io.modelcontextprotocol/tasks extension) ================================================
+# A tool registered with task="optional" may answer a client that declared the extension with a
+# task handle instead of its result: when it runs longer than TaskSettings.answer_within_seconds
+# (0.1 s by default), or as soon as it calls ctx.run_as_task(). The client then polls tasks/get,
+# answers input requests with tasks/update, and may tasks/cancel. task="required" refuses clients
+# that did not declare the extension (-32021). The handler code is the same either way; these
+# carry the names the conformance suite's task scenarios use.
+
+SECONDS = {"type": "number", "minimum": 0, "maximum": 600}
+
+
+@server.tool(description="Greets by name, always at once: a tool that never becomes a task.", input_schema={
+    "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"], "additionalProperties": False,
+})
+async def greet(ctx: RequestContext, args: Arguments) -> str:
+    return f"Hello, {args['name']}!"
+
+
+@server.tool(
+    description="Computes for `seconds` (0 answers at once); a longer call becomes a task whose status message counts the seconds.",
+    input_schema={"type": "object", "properties": {"seconds": SECONDS, "label": {"type": "string"}}, "additionalProperties": False},
+    task="optional",
+)
+async def slow_compute(ctx: RequestContext, args: Arguments) -> str:
+    seconds, label = args.get("seconds", 1), args.get("label", "job")
+    started = time.monotonic()
+    while (left := seconds - (time.monotonic() - started)) > 0:
+        # Progress: notifications/progress while the call is a plain request, the task's
+        # statusMessage once it is a task. Cancelling the task cancels this await.
+        ctx.report_progress(round(seconds - left, 1), total=seconds, message=f"{label}: {seconds - left:.0f} of {seconds} s")
+        await asyncio.sleep(min(left, 0.5))
+    return f"{label}: computed for {seconds} s"
+
+
+@server.tool(description="A job that runs as a task (required) and ends with a tool error (isError: the task completes).", task="required")
+async def failing_job(ctx: RequestContext, args: Arguments) -> str:
+    ctx.run_as_task("starting a job that will fail")  # answer with the task handle now
+    await asyncio.sleep(1)
+    raise ToolError("The job failed: the input it needed was missing")
+
+
+@server.tool(description="A job that fails with a JSON-RPC error: as a task, its status becomes failed.", task="optional")
+async def protocol_error_job(ctx: RequestContext, args: Arguments) -> str:
+    ctx.run_as_task()
+    await asyncio.sleep(0.2)
+    raise InternalError("Internal error: the job's worker crashed")
+
+
+CONFIRM_DELETE_FORM = elicit_form("Delete this file?", {"type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]})
+
+
+@server.tool(
+    description="Asks for confirmation inside a task (input_required, answered with tasks/update), then reports; it deletes nothing.",
+    input_schema={"type": "object", "properties": {"filename": {"type": "string"}}, "required": ["filename"], "additionalProperties": False},
+    task="optional",
+)
+async def confirm_delete(ctx: RequestContext, args: Arguments) -> str:
+    ctx.run_as_task("waiting for confirmation")
+    # In a task, a missing answer parks the task in input_required; without one, this is an MRTR round.
+    confirmed = _accepted(ctx.ask("confirm", CONFIRM_DELETE_FORM)).get("confirm") is True
+    return f"{args['filename']}: {'deleted (pretend)' if confirmed else 'kept'}"
+
+
+ENTRY_FORM = {"type": "object", "properties": {"name": {"type": "string"}, "confirm": {"type": "boolean"}}}
+
+
+@server.tool(description="Asks two questions at once inside a task; the client may answer them one tasks/update at a time.", task="optional")
+async def multi_input(ctx: RequestContext, args: Arguments) -> str:
+    ctx.run_as_task()
+    answers = ctx.ask_all({"first": elicit_form("First entry", ENTRY_FORM), "second": elicit_form("Second entry", ENTRY_FORM)})
+    names = [_accepted(answers[key]).get("name", "nobody") for key in ("first", "second")]
+    return f"Entries: {names[0]} and {names[1]}"
+
+
+@server.tool(description="Asks for a name the MRTR way, then becomes a task (required) that greets with it.", task="required")
+async def test_tool_with_task(ctx: RequestContext, args: Arguments) -> str:
+    # Input first (an InputRequiredResult, synchronously), then the long part as a task.
+    name = _accepted(ctx.ask("user_name", NAME_FORM)).get("name", "stranger")
+    ctx.run_as_task("greeting slowly")
+    await asyncio.sleep(0.5)
+    return f"Hello, {name}, from a task!"
 
 
 # === List changes and subscriptions ==================================================================
