@@ -7,7 +7,7 @@ block) -> ``dispatcher`` (eras, routing, errors) -> ``meta`` / ``versions`` -> t
 modules (``discover``, ``tools``, ``resources``, ``prompts``, ``completion``, ``pagination``,
 ``subscriptions`` + ``watch``, ``mrtr`` + ``requeststate``, ``sealing`` (the one HMAC, for
 request state and cursors), ``legacy`` + ``outgoing`` (server-to-client requests, for
-initialize-era clients only), ``ratelimit``) -> ``server`` (the API).
+initialize-era clients only), ``tasks`` (the tasks extension), ``ratelimit``) -> ``server`` (the API).
 """
 
 from .caching import CacheHint
@@ -38,6 +38,7 @@ from .prompts import Prompt, PromptArgument, PromptResult
 from .ratelimit import RateLimit
 from .resources import Resource, ResourceTemplate
 from .server import Server
+from .tasks import TASKS_EXTENSION, TaskSettings
 from .tools import Tool, ToolResult
 from .versions import LEGACY_VERSIONS, MODERN_VERSION
 from .watch import WatchSet
@@ -64,6 +65,8 @@ __all__ = [
     "ResourceNotFound",
     "ResourceTemplate",
     "Server",
+    "TASKS_EXTENSION",
+    "TaskSettings",
     "Tool",
     "ToolError",
     "ToolResult",

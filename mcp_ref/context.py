@@ -80,6 +80,7 @@ class RequestContext:
         self._request_task: Callable[[str | None], None] | None = None
         self._task_id: str | None = None
         self._task_status: Callable[[str], None] | None = None
+        self._task_requested = False  # run_as_task() was accepted: progress is no longer notified
 
     # --- lifecycle (set by the dispatcher) -------------------------------------------------------
 
@@ -107,7 +108,7 @@ class RequestContext:
         where progress notifications do not exist, it becomes the task's ``statusMessage``
         (``message``, else "N of M") and is sent to whoever listens for the task.
         """
-        if self._cancelled or (self.progress_token is None and self._task_status is None):
+        if self._cancelled or (self.progress_token is None and self._task_status is None and not self._task_requested):
             return False
         if self._last_progress is not None and progress <= self._last_progress:
             log.debug("dropping non-increasing progress %r for request %r", progress, self.request_id)
@@ -116,9 +117,13 @@ class RequestContext:
         final = total is not None and progress >= total
         if not final and self._last_progress is not None and now - self._last_progress_time < PROGRESS_MIN_INTERVAL_SECONDS:
             return False
-        if self._task_status is not None:
+        if self._task_status is not None or self._task_requested:
             self._last_progress, self._last_progress_time = progress, now
-            self._task_status(message if message is not None else f"{progress:g} of {total:g}" if total is not None else f"{progress:g}")
+            status = message if message is not None else f"{progress:g} of {total:g}" if total is not None else f"{progress:g}"
+            if self._task_status is not None:
+                self._task_status(status)
+            else:  # becoming a task: this is its first status message
+                self._request_task(status)  # type: ignore[misc]
             return True
         if self._finished:
             return False
@@ -175,6 +180,7 @@ class RequestContext:
             return True
         if self._request_task is None:
             return False
+        self._task_requested = True
         self._request_task(status_message)
         return True
 

@@ -486,10 +486,17 @@ class Dispatcher:
         store = self.server.tasks
         wanted = asyncio.Event()
         status: list[str | None] = [None]
+        task: tasks.Task | None = None
 
         def request_task(message: str | None) -> None:
+            # From run_as_task(), or report_progress() after it: the first status message.
             def on_loop() -> None:
-                status[0] = message
+                if task is not None:  # it became a task meanwhile (a thread's late call)
+                    if message is not None:
+                        task.set_status_message(message)
+                    return
+                if message is not None:
+                    status[0] = message
                 wanted.set()
 
             if threading.get_ident() == self._loop_thread:
@@ -498,7 +505,6 @@ class Dispatcher:
                 self._loop.call_soon_threadsafe(on_loop)
 
         context._request_task = request_task
-        task: tasks.Task | None = None
         work: asyncio.Future[dict[str, Any]] | None = None
         try:
             async with self._slots:

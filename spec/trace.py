@@ -43,7 +43,7 @@ TESTS_DIR = REPO_ROOT / "tests"
 # Areas of requirement ids (spec/README.md explains each one).
 AREAS = (
     "STDIO", "BASE", "META", "VER", "DISC", "CANCEL", "PROG", "PAGE", "CACHE", "TOOLS", "RES",
-    "PROMPT", "COMPL", "LOG", "MRTR", "SUB", "ELIC", "SAMP", "ROOTS", "LEGACY", "FS",
+    "PROMPT", "COMPL", "LOG", "MRTR", "SUB", "ELIC", "SAMP", "ROOTS", "LEGACY", "FS", "TASKS",
 )  # fmt: skip
 # AREA-SHORT-NAME: an area, then one or more uppercase/digit words joined by hyphens.
 ID_PATTERN = re.compile(r"(?:%s)(?:-[A-Z0-9]+)+" % "|".join(AREAS))
@@ -60,6 +60,8 @@ NO_TESTS = "(none)"
 SPEC_SITE = "https://modelcontextprotocol.io/specification/"
 # A file of project rules (not from the MCP spec) names one of our docs pages instead of a spec page.
 PROJECT_PAGE = re.compile(r"docs/[a-z0-9-]+\.md")
+# Official extensions are specified in their own repositories (ext-tasks: the tasks extension).
+EXTENSION_PAGES = ("https://github.com/modelcontextprotocol/ext-tasks/blob/main/specification/draft/tasks.md",)
 ANCHOR = re.compile(r"[a-z0-9-]+")
 
 _RECORD_HEADING = re.compile(r"### (\S+)\s*$")
@@ -186,9 +188,10 @@ def parse_file(path: Path, root: Path = REPO_ROOT) -> tuple[SpecFile, list[str]]
                 current.tests_line = index
     if not title:
         problems.append(f"{name}: no '# Title' line before the first record")
-    if not (url.startswith(SPEC_SITE) or PROJECT_PAGE.fullmatch(url)) or "#" in url:
+    if not (url.startswith(SPEC_SITE) or PROJECT_PAGE.fullmatch(url) or url in EXTENSION_PAGES) or "#" in url:
         problems.append(
-            f"{name}: the header needs '- url: {SPEC_SITE}<revision>/<page>', or 'docs/<page>.md' for project rules (no anchor)"
+            f"{name}: the header needs '- url: {SPEC_SITE}<revision>/<page>', an official extension's page "
+            "(EXTENSION_PAGES), or 'docs/<page>.md' for project rules (no anchor)"
         )
     for record in records:
         problems.extend(_record_problems(record, url, name))
@@ -547,6 +550,9 @@ def _spec_link(section: str) -> str:
     base, _, anchor = section.partition("#")
     if base.startswith(SPEC_SITE):
         label = base[len(SPEC_SITE):].partition("/")[2] or base
+        target = section
+    elif base in EXTENSION_PAGES:
+        label = base.split("/")[4]  # the extension's repository: ext-tasks
         target = section
     else:  # a project page under docs/, linked relatively from docs/conformance.md
         label = base.removeprefix("docs/")

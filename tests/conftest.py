@@ -71,3 +71,13 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter, exitstatu
             yellow=True,
             bold=True,
         )
+    elif account is not None:
+        from tests.schema_check import TASKS_SCHEMA_FILE, tasks_schema_path
+
+        if tasks_schema_path() is None:
+            terminalreporter.write_line(
+                f"TASKS EXTENSION SCHEMA CHECKS SKIPPED: no {TASKS_SCHEMA_FILE} in $MCP_REF_SCHEMA_DIR, ../shared/reference "
+                "or the cache, and it could not be downloaded; tasks results are checked as JSON-RPC messages only.",
+                yellow=True,
+                bold=True,
+            )

@@ -10,6 +10,11 @@ The schemas are not copied into this repository. ``schema_dir()`` finds them, fi
    downloading the official files from one pinned commit of the specification repository, each
    checked against its sha256 before it is used. ``MCP_REF_SCHEMA_DOWNLOAD=0`` turns this off.
 
+The tasks extension (``io.modelcontextprotocol/tasks``) has its own official schema, in its own
+repository (modelcontextprotocol/ext-tasks); it is found the same way as
+``mcp-tasks-extension-schema.json`` (``tasks_schema_path()``), pinned to its own commit and sha256.
+Without it, the extension's results and notifications are checked only as JSON-RPC messages.
+
 With none of them available, schema checks are skipped (``available()`` is False) and the pytest
 summary says so in one line; every other assertion of the suite still runs.
 
@@ -43,6 +48,11 @@ PINNED_SHA256 = {
 }
 PINNED_URL = "https://raw.githubusercontent.com/modelcontextprotocol/modelcontextprotocol/{commit}/schema/{version}/schema.json"
 DOWNLOAD_TIMEOUT_SECONDS = 10
+# The tasks extension's schema (modelcontextprotocol/ext-tasks, schema/draft/schema.json), pinned.
+TASKS_SCHEMA_FILE = "mcp-tasks-extension-schema.json"
+TASKS_PINNED_COMMIT = "e4345978be1f602f1fc48d89051e8559dd5302a6"
+TASKS_PINNED_SHA256 = "10933a5003097bbccb03d964e6a5f7a2819cc4d7a1d07e27c6765cbf5da35c5c"
+TASKS_PINNED_URL = "https://raw.githubusercontent.com/modelcontextprotocol/ext-tasks/{commit}/schema/draft/schema.json"
 
 
 def _file_name(version: str) -> str:
@@ -59,26 +69,47 @@ def cache_dir() -> Path:
     return Path(base) / "mcp-ref" / "schemas"
 
 
-def _download(folder: Path) -> str | None:
-    """Fill ``folder`` with the pinned schemas; returns why not, or None on success."""
+def _fetch(url: str, digest: str, target: Path) -> str | None:
+    """Download ``url`` into ``target`` if it has the pinned sha256; returns why not, or None."""
+    if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == digest:
+        return None
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        for version, digest in PINNED_SHA256.items():
-            target = folder / _file_name(version)
-            if target.is_file() and hashlib.sha256(target.read_bytes()).hexdigest() == digest:
-                continue
-            url = PINNED_URL.format(commit=PINNED_COMMIT, version=version)
-            with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:  # noqa: S310 (fixed https URL)
-                body = response.read()
-            if hashlib.sha256(body).hexdigest() != digest:
-                return f"{url} does not have the pinned sha256"
-            fd, temporary = tempfile.mkstemp(dir=folder, prefix=".download-")
-            with os.fdopen(fd, "wb") as out:
-                out.write(body)
-            os.replace(temporary, target)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with urllib.request.urlopen(url, timeout=DOWNLOAD_TIMEOUT_SECONDS) as response:  # noqa: S310 (fixed https URL)
+            body = response.read()
+        if hashlib.sha256(body).hexdigest() != digest:
+            return f"{url} does not have the pinned sha256"
+        fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=".download-")
+        with os.fdopen(fd, "wb") as out:
+            out.write(body)
+        os.replace(temporary, target)
     except OSError as error:  # URLError, timeouts and file errors are all OSErrors
         return f"download failed ({error})"
     return None
+
+
+def _download(folder: Path) -> str | None:
+    """Fill ``folder`` with the pinned schemas; returns why not, or None on success."""
+    for version, digest in PINNED_SHA256.items():
+        problem = _fetch(PINNED_URL.format(commit=PINNED_COMMIT, version=version), digest, folder / _file_name(version))
+        if problem is not None:
+            return problem
+    return None
+
+
+@functools.lru_cache(maxsize=None)
+def tasks_schema_path() -> Path | None:
+    """The tasks extension's official schema: ``$MCP_REF_SCHEMA_DIR``, ``../shared/reference``,
+    then the cache (downloaded there, sha256-checked, unless ``MCP_REF_SCHEMA_DOWNLOAD=0``)."""
+    override = os.environ.get("MCP_REF_SCHEMA_DIR")
+    for folder in ([Path(override)] if override else []) + [REFERENCE_DIR]:
+        if (folder / TASKS_SCHEMA_FILE).is_file():
+            return folder / TASKS_SCHEMA_FILE
+    cached = cache_dir() / TASKS_SCHEMA_FILE
+    if os.environ.get("MCP_REF_SCHEMA_DOWNLOAD", "1") == "0":
+        ok = cached.is_file() and hashlib.sha256(cached.read_bytes()).hexdigest() == TASKS_PINNED_SHA256
+        return cached if ok else None
+    return cached if _fetch(TASKS_PINNED_URL.format(commit=TASKS_PINNED_COMMIT), TASKS_PINNED_SHA256, cached) is None else None
 
 
 @functools.lru_cache(maxsize=None)
@@ -171,7 +202,12 @@ def _schema(version: str) -> dict[str, Any]:
 
 @functools.lru_cache(maxsize=None)
 def _validator(version: str, definition: str) -> jsonschema.Draft202012Validator:
-    schema = _schema(version)
+    if version == "tasks":
+        path = tasks_schema_path()
+        assert path is not None
+        schema = json.loads(path.read_text())
+    else:
+        schema = _schema(version)
     resource = referencing.Resource.from_contents(schema, default_specification=referencing.jsonschema.DRAFT202012)
     registry = referencing.Registry().with_resource("urn:mcp-schema", resource)
     return jsonschema.Draft202012Validator({"$ref": f"urn:mcp-schema#/$defs/{definition}"}, registry=registry)
@@ -190,11 +226,27 @@ def validate(version: str, definition: str, instance: Any) -> None:
         raise SchemaViolation(f"{definition} ({version}) violated by {json.dumps(instance)[:500]}\n{details}")
 
 
+def validate_tasks(definition: str, instance: Any) -> None:
+    """Like ``validate``, against the tasks extension's schema (a no-op without it)."""
+    if tasks_schema_path() is None:
+        return
+    errors = sorted(_validator("tasks", definition).iter_errors(instance), key=lambda e: list(e.absolute_path))
+    if errors:
+        details = "\n".join(f"  at /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:10])
+        raise SchemaViolation(f"{definition} (tasks extension) violated by {json.dumps(instance)[:500]}\n{details}")
+
+
+TASKS_RESULTS = {"tasks/get": "GetTaskResult", "tasks/update": "UpdateTaskResult", "tasks/cancel": "CancelTaskResult"}
+
+
 def _check(version: str, results: dict[str, str], message: dict[str, Any], method: str | None) -> None:
     if "method" in message:
         if "id" in message:
             raise SchemaViolation(f"the server sent a request: {message}")
         validate(version, "JSONRPCNotification", message)
+        if version == "2026-07-28" and message["method"] == "notifications/tasks":
+            validate_tasks("TaskStatusNotification", message)
+            return
         definition = NOTIFICATIONS.get(message["method"])
         if definition is None:
             raise SchemaViolation(f"unexpected notification method {message['method']!r}")
@@ -220,6 +272,12 @@ def _check(version: str, results: dict[str, str], message: dict[str, Any], metho
     result = message["result"]
     if version == "2026-07-28" and result.get("resultType") == "input_required":
         validate(version, "InputRequiredResult", result)
+        return
+    if version == "2026-07-28" and result.get("resultType") == "task":
+        validate_tasks("CreateTaskResult", result)
+        return
+    if version == "2026-07-28" and method in TASKS_RESULTS:
+        validate_tasks(TASKS_RESULTS[method], result)
         return
     if method is None:
         return

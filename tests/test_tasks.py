@@ -1,0 +1,411 @@
+"""The tasks extension (``io.modelcontextprotocol/tasks``, ``mcp_ref/tasks.py``) over real stdio.
+
+``mcp-ref-everything`` carries the conformance suite's task fixtures (greet, slow_compute,
+failing_job, protocol_error_job, confirm_delete, multi_input, test_tool_with_task);
+``tests/servers/tasks_server.py`` has small bounds and handlers that probe the edges. Every
+message is checked against the official schemas (the extension's own for task results and
+notifications, when at hand: see ``tests/schema_check.py``).
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import re
+import time
+from typing import Any
+
+import pytest
+
+from tests.wire import ServerProcess, cancel, error_of, modern_request, notification, result_of
+
+TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
+FORM_AND_TASKS = {"elicitation": {}, **TASKS}
+TERMINAL = ("completed", "failed", "cancelled")
+ISO_8601 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
+ENVELOPE = ("taskId", "status", "result", "error", "inputRequests")
+_ids = itertools.count(1)
+
+
+def everything() -> ServerProcess:
+    return ServerProcess(module="mcp_ref_everything")
+
+
+def edges() -> ServerProcess:
+    return ServerProcess(module="tests.servers.tasks_server")
+
+
+def request(server: ServerProcess, method: str, params: dict[str, Any], capabilities: dict[str, Any] | None = TASKS) -> dict[str, Any]:
+    return server.request(modern_request(next(_ids), method, params, capabilities=capabilities))
+
+
+def call(server: ServerProcess, name: str, arguments: dict[str, Any] | None = None, capabilities: dict[str, Any] | None = TASKS, **params: Any) -> dict[str, Any]:
+    return result_of(request(server, "tools/call", {"name": name, "arguments": arguments or {}, **params}, capabilities))
+
+
+def get(server: ServerProcess, task_id: str, capabilities: dict[str, Any] | None = TASKS) -> dict[str, Any]:
+    return result_of(request(server, "tasks/get", {"taskId": task_id}, capabilities))
+
+
+def wait_for(server: ServerProcess, task_id: str, *statuses: str, timeout: float = 10) -> dict[str, Any]:
+    """Poll tasks/get until the status is one of ``statuses`` (default: any terminal one)."""
+    wanted = statuses or TERMINAL
+    deadline = time.monotonic() + timeout
+    while True:
+        task = get(server, task_id)
+        if task["status"] in wanted:
+            return task
+        assert time.monotonic() < deadline, f"task {task_id} still {task['status']!r} after {timeout} s"
+        time.sleep(0.05)
+
+
+def update(server: ServerProcess, task_id: str, responses: Any) -> dict[str, Any]:
+    return request(server, "tasks/update", {"taskId": task_id, "inputResponses": responses})
+
+
+def accept(**content: Any) -> dict[str, Any]:
+    return {"action": "accept", "content": content}
+
+
+# --- negotiation ------------------------------------------------------------------------------------
+
+
+@pytest.mark.req("TASKS-EXTENSION-DECLARED")
+def test_discover_declares_the_extension_only_where_a_tool_supports_tasks() -> None:
+    with everything() as server:
+        capabilities = result_of(request(server, "server/discover", {}))["capabilities"]
+        assert capabilities["extensions"] == {"io.modelcontextprotocol/tasks": {}}
+        assert "tasks" not in capabilities  # not the 2025-11-25 slot
+    with ServerProcess() as server:  # the basic test server has no task tool
+        assert "extensions" not in result_of(request(server, "server/discover", {}))["capabilities"]
+        assert error_of(request(server, "tasks/get", {"taskId": "x"}))["code"] == -32601
+
+
+@pytest.mark.req("TASKS-ONLY-TO-DECLARING-CLIENT")
+def test_a_client_that_did_not_declare_the_extension_never_gets_a_task() -> None:
+    with everything() as server:
+        for capabilities in (None, {"extensions": {}}, {"extensions": {"io.modelcontextprotocol/tasks": True}}):
+            result = call(server, "slow_compute", {"seconds": 0.3}, capabilities)
+            assert result["resultType"] == "complete" and "taskId" not in result
+            assert result["content"][0]["text"] == "job: computed for 0.3 s"
+        # Declared on this request alone: that is what counts (no session).
+        assert call(server, "slow_compute", {"seconds": 0.3})["resultType"] == "task"
+
+
+@pytest.mark.req("TASKS-METHODS-NEED-CAPABILITY")
+def test_tasks_methods_without_the_extension_are_missing_capability() -> None:
+    with everything() as server:
+        task_id = call(server, "slow_compute", {"seconds": 5})["taskId"]
+        for method, params in (("tasks/get", {}), ("tasks/update", {"inputResponses": {}}), ("tasks/cancel", {})):
+            error = error_of(request(server, method, {"taskId": task_id, **params}, capabilities={}))
+            assert error["code"] == -32021
+            assert error["data"] == {"requiredCapabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+        assert get(server, task_id)["status"] == "working"  # nothing happened to it
+
+
+@pytest.mark.req("TASKS-REQUIRED-MISSING-CAPABILITY")
+def test_a_required_task_tool_refuses_a_client_without_the_extension_before_running() -> None:
+    with everything() as server:
+        error = error_of(request(server, "tools/call", {"name": "failing_job", "arguments": {}}, capabilities={}))
+        assert error["code"] == -32021
+        assert error["data"]["requiredCapabilities"]["extensions"] == {"io.modelcontextprotocol/tasks": {}}
+        assert "failing_job" in error["message"]
+
+
+@pytest.mark.req("TASKS-REQUIRED-MISSING-CAPABILITY", "TASKS-MODERN-ONLY")
+def test_legacy_clients_get_plain_results_and_no_tasks_methods() -> None:
+    with ServerProcess(module="mcp_ref_everything", schema="legacy") as server:
+        hello = {"protocolVersion": "2025-11-25", "capabilities": {"extensions": TASKS["extensions"]}, "clientInfo": {"name": "t", "version": "1"}}
+        initialized = result_of(server.request({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": hello}))
+        assert "extensions" not in initialized["capabilities"]
+        server.send(notification("notifications/initialized"))
+        plain = result_of(server.request({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "slow_compute", "arguments": {"seconds": 0.2}}}))
+        assert plain["content"][0]["text"] == "job: computed for 0.2 s" and "taskId" not in plain
+        assert error_of(server.request({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "failing_job", "arguments": {}}}))["code"] == -32021
+        assert error_of(server.request({"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"taskId": "x"}}))["code"] == -32601
+
+
+# --- creation and polling -----------------------------------------------------------------------------
+
+
+@pytest.mark.req("TASKS-RESULT-TYPE-TASK", "TASKS-CREATE-FLAT-SHAPE", "TASKS-DURABLE-BEFORE-RESPONSE", "TASKS-ID-UNGUESSABLE")
+def test_a_long_call_is_answered_with_a_flat_task_handle_that_resolves_at_once() -> None:
+    with everything() as server:
+        created = call(server, "slow_compute", {"seconds": 1, "label": "create"})
+        assert created["resultType"] == "task" and created["status"] == "working"
+        for absent in ("task", "result", "error", "inputRequests", "requestState", "ttl", "pollInterval", "content"):
+            assert absent not in created
+        assert ISO_8601.match(created["createdAt"]) and ISO_8601.match(created["lastUpdatedAt"])
+        assert created["ttlMs"] == 3_600_000 and created["pollIntervalMs"] == 500
+        assert len(created["taskId"]) >= 22  # 128 random bits, URL-safe base64
+        # Strongly consistent: the very next request finds it.
+        assert get(server, created["taskId"])["taskId"] == created["taskId"]
+        second = call(server, "slow_compute", {"seconds": 1})
+        assert second["taskId"] != created["taskId"]
+
+
+@pytest.mark.req("TASKS-GET-STATUS-SHAPES", "TASKS-GET-RESULT-TYPE-COMPLETE", "TASKS-NO-RELATED-TASK-META")
+def test_tasks_get_shows_working_then_the_completed_result_inlined() -> None:
+    with everything() as server:
+        task_id = call(server, "slow_compute", {"seconds": 0.6, "label": "poll"})["taskId"]
+        working = get(server, task_id)
+        assert working["resultType"] == "complete" and working["status"] == "working"
+        assert not {"result", "error", "inputRequests"} & set(working)
+        done = wait_for(server, task_id)
+        assert done["status"] == "completed" and done["resultType"] == "complete"
+        assert done["result"]["content"] == [{"type": "text", "text": "poll: computed for 0.6 s"}]
+        assert done["result"]["isError"] is False if "isError" in done["result"] else True
+        assert "io.modelcontextprotocol/related-task" not in done["result"].get("_meta", {})
+        assert done["lastUpdatedAt"] >= done["createdAt"]
+        # Kept after it was fetched, until its TTL.
+        assert get(server, task_id) == done
+
+
+@pytest.mark.req("TASKS-IMMEDIATE-RESULT")
+def test_a_task_capable_call_that_finishes_quickly_is_answered_directly() -> None:
+    with everything() as server:
+        result = call(server, "slow_compute", {"seconds": 0, "label": "instant"})
+        assert result["resultType"] == "complete" and result["content"][0]["text"] == "instant: computed for 0 s"
+        # The legacy v1 `task` hint is tolerated and ignored.
+        hinted = call(server, "greet", {"name": "v1"}, task={"ttl": 60000, "pollInterval": 100})
+        assert hinted["resultType"] == "complete" and hinted["content"][0]["text"] == "Hello, v1!"
+
+
+@pytest.mark.req("TASKS-TOOL-ERROR-COMPLETED", "TASKS-FAILED-CARRIES-ERROR")
+def test_a_tool_error_completes_the_task_and_a_protocol_error_fails_it() -> None:
+    with everything() as server:
+        tool_error = wait_for(server, call(server, "failing_job")["taskId"])
+        assert tool_error["status"] == "completed" and tool_error["result"]["isError"] is True
+        assert "error" not in tool_error
+        failed = wait_for(server, call(server, "protocol_error_job")["taskId"])
+        assert failed["status"] == "failed" and "result" not in failed
+        assert failed["error"] == {"code": -32603, "message": "Internal error: the job's worker crashed"}
+        assert failed["statusMessage"] == failed["error"]["message"]
+
+
+@pytest.mark.req("TASKS-UNKNOWN-ID-INVALID-PARAMS", "TASKS-REMOVED-V1-METHODS")
+def test_unknown_task_ids_are_invalid_params_and_v1_methods_do_not_exist() -> None:
+    with everything() as server:
+        for method, params in (("tasks/get", {}), ("tasks/update", {"inputResponses": {}}), ("tasks/cancel", {})):
+            error = error_of(request(server, method, {"taskId": "no-such-task", **params}))
+            assert error["code"] == -32602 and "not found" in error["message"]
+            assert error_of(request(server, method, {"taskId": 7, **params}))["code"] == -32602
+            assert error_of(request(server, method, {**params}))["code"] == -32602
+        for removed in ("tasks/result", "tasks/list"):
+            assert error_of(request(server, removed, {"taskId": "no-such-task"}))["code"] == -32601
+
+
+# --- cancellation ----------------------------------------------------------------------------------
+
+
+@pytest.mark.req("TASKS-CANCEL-ACK-EMPTY", "TASKS-CANCEL-STOPS-WORK")
+def test_cancel_acks_empty_stops_the_work_and_is_idempotent() -> None:
+    with everything() as server:
+        task_id = call(server, "slow_compute", {"seconds": 60})["taskId"]
+        ack = result_of(request(server, "tasks/cancel", {"taskId": task_id}))
+        assert not set(ENVELOPE) & set(ack) and ack["resultType"] == "complete"
+        cancelled = get(server, task_id)
+        assert cancelled["status"] == "cancelled" and not {"result", "error"} & set(cancelled)
+        assert result_of(request(server, "tasks/cancel", {"taskId": task_id}))["resultType"] == "complete"
+        done = wait_for(server, call(server, "slow_compute", {"seconds": 0.2})["taskId"])
+        assert result_of(request(server, "tasks/cancel", {"taskId": done["taskId"]}))["resultType"] == "complete"
+        assert get(server, done["taskId"])["status"] == "completed"  # a finished task stays as it is
+
+
+@pytest.mark.req("TASKS-CANCEL-STOPS-WORK")
+def test_a_synchronous_handler_sees_ctx_cancelled_when_its_task_is_cancelled() -> None:
+    with edges() as server:
+        task_id = call(server, "sync_wait")["taskId"]
+        time.sleep(0.1)
+        result_of(request(server, "tasks/cancel", {"taskId": task_id}))
+        deadline = time.monotonic() + 5
+        while json.loads(call(server, "seen")["content"][0]["text"]) != ["cancelled"]:
+            assert time.monotonic() < deadline
+            time.sleep(0.05)
+        assert get(server, task_id)["status"] == "cancelled"
+
+
+@pytest.mark.req("CANCEL-NO-RESPONSE", "CANCEL-FREE-RESOURCES")
+def test_cancelling_the_call_before_it_becomes_a_task_leaves_no_task_and_frees_its_place() -> None:
+    with edges() as server:
+        server.send(modern_request(100, "tools/call", {"name": "sleep", "arguments": {"seconds": 30}}, capabilities=TASKS))
+        server.send(cancel(100))
+        # The place it held is free again: two tasks may run (max_running=2).
+        first, second = call(server, "sleep", {"seconds": 5}), call(server, "sleep", {"seconds": 5})
+        assert first["resultType"] == second["resultType"] == "task"
+        assert not [m for m in server.received if m.get("id") == 100]
+
+
+# --- input inside a task -----------------------------------------------------------------------------
+
+
+@pytest.mark.req("TASKS-INPUT-REQUESTS-OUTSTANDING", "TASKS-UPDATE-ACK-EMPTY", "TASKS-UPDATE-RESUMES")
+def test_input_inside_a_task_is_asked_on_tasks_get_and_answered_with_tasks_update() -> None:
+    with everything() as server:
+        task_id = call(server, "confirm_delete", {"filename": "a.txt"}, FORM_AND_TASKS)["taskId"]
+        waiting = wait_for(server, task_id, "input_required")
+        assert list(waiting["inputRequests"]) == ["confirm"]
+        assert waiting["inputRequests"]["confirm"]["method"] == "elicitation/create"
+        assert get(server, task_id)["inputRequests"] == waiting["inputRequests"]  # the same snapshot again
+        ack = result_of(update(server, task_id, {"confirm": accept(confirm=True)}))
+        assert ack["resultType"] == "complete" and not set(ENVELOPE) & set(ack)
+        done = wait_for(server, task_id)
+        assert done["status"] == "completed" and done["result"]["content"][0]["text"] == "a.txt: deleted (pretend)"
+        assert not [m for m in server.received if "method" in m and "id" in m]  # never a server-to-client request
+
+
+@pytest.mark.req("TASKS-UPDATE-IGNORE-UNKNOWN-KEYS")
+def test_answers_to_keys_not_outstanding_are_ignored_and_a_malformed_answer_is_refused() -> None:
+    with everything() as server:
+        task_id = call(server, "confirm_delete", {"filename": "b.txt"}, FORM_AND_TASKS)["taskId"]
+        wait_for(server, task_id, "input_required")
+        assert result_of(update(server, task_id, {"unknown-key": {"ignored": True}}))["resultType"] == "complete"
+        assert get(server, task_id)["status"] == "input_required"
+        error = error_of(update(server, task_id, {"confirm": {"action": "accept", "content": {"confirm": "yes"}}}))
+        assert error["code"] == -32602
+        assert error_of(update(server, task_id, ["not", "an", "object"]))["code"] == -32602
+        assert error_of(request(server, "tasks/update", {"taskId": task_id}))["code"] == -32602
+        assert get(server, task_id)["status"] == "input_required"
+        result_of(update(server, task_id, {"confirm": {"action": "decline"}}))
+        assert wait_for(server, task_id)["result"]["content"][0]["text"] == "b.txt: kept"
+        # After it is answered, the key is not outstanding any more: a second answer is ignored.
+        assert result_of(update(server, task_id, {"confirm": accept(confirm=True)}))["resultType"] == "complete"
+
+
+@pytest.mark.req("TASKS-UPDATE-PARTIAL")
+def test_two_questions_may_be_answered_one_update_at_a_time() -> None:
+    with everything() as server:
+        task_id = call(server, "multi_input", {}, FORM_AND_TASKS)["taskId"]
+        waiting = wait_for(server, task_id, "input_required")
+        assert sorted(waiting["inputRequests"]) == ["first", "second"]
+        result_of(update(server, task_id, {"first": accept(name="one")}))
+        partial = get(server, task_id)
+        assert partial["status"] == "input_required" and list(partial["inputRequests"]) == ["second"]
+        result_of(update(server, task_id, {"second": accept(name="two")}))
+        assert wait_for(server, task_id)["result"]["content"][0]["text"] == "Entries: one and two"
+
+
+@pytest.mark.req("TASKS-MRTR-BEFORE-TASK")
+def test_mrtr_input_before_the_task_carries_into_it() -> None:
+    with everything() as server:
+        first = call(server, "test_tool_with_task", {}, FORM_AND_TASKS)
+        assert first["resultType"] == "input_required" and "taskId" not in first
+        second = call(
+            server, "test_tool_with_task", {}, FORM_AND_TASKS,
+            inputResponses={"user_name": accept(name="Alice")}, requestState=first["requestState"],
+        )
+        assert second["resultType"] == "task" and "requestState" not in second and "inputRequests" not in second
+        assert wait_for(server, second["taskId"])["result"]["content"][0]["text"] == "Hello, Alice, from a task!"
+
+
+@pytest.mark.req("TASKS-KEYS-UNIQUE")
+def test_a_handler_that_asks_again_for_an_answered_key_fails_its_task() -> None:
+    with edges() as server:
+        task_id = call(server, "reask", {}, FORM_AND_TASKS)["taskId"]
+        wait_for(server, task_id, "input_required")
+        result_of(update(server, task_id, {"k": accept(v="x")}))
+        failed = wait_for(server, task_id)
+        assert failed["status"] == "failed" and failed["error"]["code"] == -32603 and "'k'" in failed["error"]["message"]
+
+
+@pytest.mark.req("TASKS-INPUT-NEEDS-CLIENT-CAPABILITY")
+def test_a_task_that_needs_a_capability_the_client_did_not_declare_fails_with_minus_32021() -> None:
+    with edges() as server:
+        failed = wait_for(server, call(server, "needs_sampling", {}, FORM_AND_TASKS)["taskId"])
+        assert failed["status"] == "failed" and failed["error"]["code"] == -32021
+        assert failed["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
+
+
+@pytest.mark.req("TASKS-INPUT-REQUESTS-OUTSTANDING")
+def test_state_only_rounds_rerun_at_once_and_carry_state_into_later_rounds() -> None:
+    with edges() as server:
+        task_id = call(server, "state_rounds", {}, FORM_AND_TASKS)["taskId"]
+        wait_for(server, task_id, "input_required")
+        result_of(update(server, task_id, {"x": accept(v="y")}))
+        done = json.loads(wait_for(server, task_id)["result"]["content"][0]["text"])
+        assert done == {"state": {"round": 2}, "x": {"v": "y"}}
+        spin = wait_for(server, call(server, "spin")["taskId"])
+        assert spin["status"] == "failed" and "re-ran 16 times" in spin["error"]["message"]
+
+
+# --- progress and notifications -----------------------------------------------------------------------
+
+
+@pytest.mark.req("TASKS-NO-PROGRESS-IN-TASKS", "TASKS-PROGRESS-AS-STATUS-MESSAGE")
+def test_progress_in_a_task_becomes_its_status_message_not_notifications() -> None:
+    with edges() as server:
+        body = {"name": "progress", "arguments": {}}
+        response = server.request(modern_request(next(_ids), "tools/call", body, progress_token="p", capabilities=TASKS))
+        task_id = result_of(response)["taskId"]
+        messages = set()
+        while (task := get(server, task_id))["status"] == "working":
+            messages.add(task.get("statusMessage"))
+            time.sleep(0.02)
+        assert task["statusMessage"] == "all done" and messages & {"1 of 3", "2 of 3"}
+        assert not [m for m in server.received if m.get("method") in ("notifications/progress", "notifications/message")]
+
+
+@pytest.mark.req("TASKS-NOTIFICATIONS-ON-LISTEN", "TASKS-LISTEN-NEEDS-CAPABILITY")
+def test_a_listen_stream_for_a_task_gets_its_detailed_status_changes() -> None:
+    with everything() as server:
+        task_id = call(server, "slow_compute", {"seconds": 1.2, "label": "watched"})["taskId"]
+        refused = request(server, "subscriptions/listen", {"notifications": {"taskIds": [task_id]}}, capabilities={})
+        assert error_of(refused)["code"] == -32021
+        assert error_of(request(server, "subscriptions/listen", {"notifications": {"taskIds": "x"}}))["code"] == -32602
+        server.send(modern_request(900, "subscriptions/listen", {"notifications": {"taskIds": [task_id, "unknown"]}}, capabilities=TASKS))
+        ack = server.read_until(lambda m: m.get("method") == "notifications/subscriptions/acknowledged")[-1]
+        assert ack["params"]["notifications"] == {"taskIds": [task_id]}
+        final = server.read_until(lambda m: m.get("method") == "notifications/tasks" and m["params"]["status"] == "completed", timeout=10)[-1]
+        assert final["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == 900
+        assert final["params"]["result"]["content"][0]["text"] == "watched: computed for 1.2 s"
+        detailed = get(server, task_id)
+        assert {k: v for k, v in final["params"].items() if k != "_meta"} == {k: v for k, v in detailed.items() if k not in ("resultType", "_meta")}
+        working = [m for m in server.received if m.get("method") == "notifications/tasks" and m["params"]["status"] == "working"]
+        assert working and all("statusMessage" in m["params"] for m in working)  # progress reached the stream
+
+
+# --- bounds, expiry, shutdown ---------------------------------------------------------------------
+
+
+@pytest.mark.req("TASKS-BOUNDED")
+def test_with_no_room_for_a_task_a_call_runs_as_an_ordinary_call() -> None:
+    with edges() as server:
+        first, second = call(server, "sleep", {"seconds": 3}), call(server, "sleep", {"seconds": 3})
+        assert first["resultType"] == second["resultType"] == "task"
+        third = call(server, "sleep", {"seconds": 0.3})  # max_running=2: answered directly, after 0.3 s
+        assert third["resultType"] == "complete" and third["content"][0]["text"] == "slept"
+        result_of(request(server, "tasks/cancel", {"taskId": first["taskId"]}))
+        assert call(server, "sleep", {"seconds": 3})["resultType"] == "task"  # a cancelled task is not running
+        # max_stored=3 (the cancelled one still counts until it expires).
+        assert call(server, "sleep", {"seconds": 0.2})["resultType"] == "complete"
+
+
+@pytest.mark.req("TASKS-TTL-KEPT")
+def test_a_task_lives_its_ttl_then_is_forgotten_and_a_running_one_is_cancelled() -> None:
+    with edges() as server:
+        done = call(server, "sleep", {"seconds": 0.1})
+        running = call(server, "sleep", {"seconds": 30})
+        assert done["ttlMs"] == 1500
+        wait_for(server, done["taskId"])
+        time.sleep(0.9)
+        assert get(server, done["taskId"])["status"] == "completed"  # not dropped before its TTL
+        time.sleep(0.8)
+        for task_id in (done["taskId"], running["taskId"]):
+            error = error_of(request(server, "tasks/get", {"taskId": task_id}))
+            assert error["code"] == -32602 and "expired" in error["message"]
+        assert call(server, "sleep", {"seconds": 5})["resultType"] == "task"  # the room is free again
+
+
+@pytest.mark.req("TASKS-SHUTDOWN")
+def test_eof_cancels_running_tasks_and_exits_promptly() -> None:
+    with everything() as server:
+        call(server, "slow_compute", {"seconds": 60})
+        started = time.monotonic()
+        server.close_stdin()
+        server.assert_exit(0)
+        assert time.monotonic() - started < 3
+
+
+def test_run_as_task_is_a_no_op_for_a_tool_without_task_support() -> None:
+    with edges() as server:
+        assert call(server, "sync_only")["content"][0]["text"] == "task_id=None"
