@@ -20,6 +20,7 @@ from .config import (
     DEFAULT_MAX_MEDIA_BYTES,
     DEFAULT_MAX_READ_BYTES,
     DEFAULT_SEARCH_SECONDS,
+    DEFAULT_TASK_SEARCH_SECONDS,
     Config,
 )
 
@@ -41,7 +42,10 @@ EPILOG = """\
 limits: a read returns at most --max-read-bytes of text (with a note giving the total size), a
 media file or resource read at most --max-media-bytes, and a listing, tree, search or grep at most
 --max-entries entries (with a note saying the answer was cut). Searches stop after
---search-seconds.
+--search-seconds, or --task-search-seconds when the call runs as a task: a client that declares
+the io.modelcontextprotocol/tasks extension gets a task handle for a directory_tree,
+search_files or grep_files still running after 0.1 s, and polls it (tasks/get) while the
+task's status message counts what was searched.
 
 environment: MCP_REF_LOG_LEVEL, MCP_REF_STATE_KEY, MCP_REF_MAX_LINE_BYTES,
 MCP_REF_SHUTDOWN_GRACE_SECONDS, MCP_REF_MAX_CONCURRENCY (see the mcp-ref README), and
@@ -88,6 +92,9 @@ def parse_arguments(argv: list[str]) -> Config:
                         help=f"most entries in one listing, tree, search or grep (default {DEFAULT_MAX_ENTRIES})")
     parser.add_argument("--search-seconds", type=_positive_float, default=DEFAULT_SEARCH_SECONDS, metavar="S",
                         help=f"time limit of one search or grep (default {DEFAULT_SEARCH_SECONDS:g})")
+    parser.add_argument("--task-search-seconds", type=_positive_float, default=DEFAULT_TASK_SEARCH_SECONDS, metavar="S",
+                        help="time limit of one search or grep that runs as a task, polled by a client that declared "
+                             f"the tasks extension (default {DEFAULT_TASK_SEARCH_SECONDS:g})")
     parser.add_argument("--version", action="version", version=f"mcp-ref-fs {VERSION}")
     options = parser.parse_args(argv)
     return Config(
@@ -98,6 +105,7 @@ def parse_arguments(argv: list[str]) -> Config:
         max_media_bytes=options.max_media_bytes,
         max_entries=options.max_entries,
         search_seconds=options.search_seconds,
+        task_search_seconds=options.task_search_seconds,
     )
 
 

@@ -9,6 +9,7 @@ DEFAULT_MAX_READ_BYTES = 1024 * 1024  # text returned by one read (read_text_fil
 DEFAULT_MAX_MEDIA_BYTES = 32 * 1024 * 1024  # read_media_file and resources/read of one binary file
 DEFAULT_MAX_ENTRIES = 1000  # entries of one listing, tree, search or grep answer
 DEFAULT_SEARCH_SECONDS = 30.0  # wall time of one search_files or grep_files walk
+DEFAULT_TASK_SEARCH_SECONDS = 600.0  # the same, once the call runs as a task (tasks extension)
 
 
 @dataclass(frozen=True)
@@ -22,4 +23,5 @@ class Config:
     max_media_bytes: int = DEFAULT_MAX_MEDIA_BYTES
     max_entries: int = DEFAULT_MAX_ENTRIES
     search_seconds: float = DEFAULT_SEARCH_SECONDS
+    task_search_seconds: float = DEFAULT_TASK_SEARCH_SECONDS
     confinement: str | None = field(default=None)  # None: automatic (openat2 where available, else walk)

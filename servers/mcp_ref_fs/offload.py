@@ -43,17 +43,33 @@ class Stopped(Exception):
 
 
 class Stop:
-    """What blocking work polls: true once the request is cancelled or its deadline passed."""
+    """What blocking work polls: true once the request is cancelled or its deadline passed.
 
-    def __init__(self, deadline: float | None) -> None:
+    With ``task_seconds``, a call that has become a task (``in_task()`` turns true; the tasks
+    extension) gets that longer limit instead, counted from the same start: no host timeout
+    waits on a task, so a big search may run to the end.
+    """
+
+    def __init__(self, seconds: float | None, task_seconds: float | None = None, in_task: Callable[[], bool] | None = None) -> None:
         self._event = threading.Event()
-        self.deadline = deadline
+        started = time.monotonic()
+        self._deadline = None if seconds is None else started + seconds
+        self._task_deadline = None if task_seconds is None else started + task_seconds
+        self._in_task = in_task
         self.timed_out = False
+
+    @property
+    def deadline(self) -> float | None:
+        """The monotonic time the work must stop at (None: no limit), as of now."""
+        if self._task_deadline is not None and self._in_task is not None and self._in_task():
+            return max(self._task_deadline, self._deadline or 0.0)
+        return self._deadline
 
     def __call__(self) -> bool:
         if self._event.is_set():
             return True
-        if self.deadline is not None and time.monotonic() > self.deadline:
+        deadline = self.deadline
+        if deadline is not None and time.monotonic() > deadline:
             self.timed_out = True
             return True
         return False
@@ -62,9 +78,11 @@ class Stop:
         self._event.set()
 
 
-async def off_loop(work: Callable[[Stop], T], *, seconds: float | None = None) -> T:
-    """Run ``work(stop)`` in a worker thread and return its result; cancellation sets ``stop``."""
-    stop = Stop(None if seconds is None else time.monotonic() + seconds)
+async def off_loop(work: Callable[[Stop], T], *, seconds: float | None = None, task_seconds: float | None = None,
+                   in_task: Callable[[], bool] | None = None) -> T:
+    """Run ``work(stop)`` in a worker thread and return its result; cancellation sets ``stop``.
+    ``seconds`` limits it (``task_seconds`` once ``in_task()``, see ``Stop``)."""
+    stop = Stop(seconds, task_seconds, in_task)
     future = asyncio.get_running_loop().run_in_executor(_executor(), work, stop)
     try:
         return await asyncio.shield(future)

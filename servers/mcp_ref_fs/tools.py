@@ -13,7 +13,6 @@ from __future__ import annotations
 import json
 import os
 import stat
-import time
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
@@ -67,7 +66,7 @@ class FsTools:
 
     def _tool(self, name: str, title: str, description: str, input_schema: dict[str, Any],
               annotations: dict[str, Any], output_schema: dict[str, Any] | None, handler: Callable[..., Any],
-              *, mutates: bool = False) -> None:
+              *, mutates: bool = False, long_running: bool = False) -> None:
         refused = mutates and self.config.read_only
         if refused:
             description = "[Disabled: this server runs read-only; calls are refused.] " + description
@@ -82,8 +81,18 @@ class FsTools:
             except Stopped:
                 raise ToolError(f"{name} was stopped before it finished") from None
 
+        # A long-running tool may answer a client that declared the tasks extension with a task
+        # handle once it has run 0.1 s; its progress then shows as the task's status message.
         self.server.tool(name, description=description, input_schema=input_schema, output_schema=output_schema,
-                         title=title, annotations=annotations)(call)
+                         title=title, annotations=annotations, task="optional" if long_running else None)(call)
+
+    def _limits(self, ctx: RequestContext) -> dict[str, Any]:
+        """``off_loop`` time limits of a search: --search-seconds, or --task-search-seconds once it is a task."""
+        return {"seconds": self.config.search_seconds, "task_seconds": self.config.task_search_seconds,
+                "in_task": lambda: ctx.task_id is not None}
+
+    def _limit_seconds(self, ctx: RequestContext) -> float:
+        return self.config.task_search_seconds if ctx.task_id is not None else self.config.search_seconds
 
     def _register(self) -> None:
         head_tail = {
@@ -171,7 +180,8 @@ class FsTools:
                      "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
                      "maxDepth": {"type": "integer", "minimum": 1, "description": "Levels to descend (default: all)"}},
                     ["path"]),
-            READ_ONLY, _output(truncated={"type": "boolean"}, entries={"type": "integer"}), self.directory_tree)
+            READ_ONLY, _output(truncated={"type": "boolean"}, entries={"type": "integer"}), self.directory_tree,
+            long_running=True)
         self._tool(
             "move_file", "Move File",
             "Move or rename a file or directory. Fails if the destination exists: it never overwrites. "
@@ -189,7 +199,7 @@ class FsTools:
                      "maxResults": {"type": "integer", "minimum": 1}},
                     ["path", "pattern"]),
             READ_ONLY, _output(matches={"type": "array", "items": {"type": "string"}}, truncated={"type": "boolean"}),
-            self.search_files)
+            self.search_files, long_running=True)
         self._tool(
             "grep_files", "Search File Contents",
             "Search the contents of text files under a directory for a regular expression (Python syntax) and return "
@@ -206,7 +216,7 @@ class FsTools:
                      "literal": {"type": "boolean", "default": False, "description": "Treat pattern as plain text"}},
                     ["path", "pattern"]),
             READ_ONLY, _output(matches=_MATCHES_SCHEMA, truncated={"type": "boolean"}, filesSearched={"type": "integer"}),
-            self.grep_files)
+            self.grep_files, long_running=True)
         self._tool(
             "get_file_info", "Get File Info",
             "Metadata of a file or directory: size, creation, modification and access times, type and permissions, "
@@ -480,16 +490,16 @@ class FsTools:
                     children[components[:-1]].append(node)
                     count += 1
                     if count % 500 == 0:
-                        ctx.report_progress(count)
+                        ctx.report_progress(count, message=f"{count} entries so far")
             finally:
                 walk.close()
             return top, count, False
 
-        tree, count, truncated = await off_loop(build, seconds=self.config.search_seconds)
+        tree, count, truncated = await off_loop(build, **self._limits(ctx))
         # Compact JSON: the C encoder (indent= would fall back to the pure-Python one, 3x slower on
         # big trees) and far fewer tokens in a model's context than an indented tree.
         notes = [f"[Truncated: the tree stops after {count} entries (the --max-entries limit of {cap} or the "
-                 f"{self.config.search_seconds:g} s time limit); use maxDepth, excludePatterns or a subdirectory.]"] if truncated else []
+                 f"{self._limit_seconds(ctx):g} s time limit); use maxDepth, excludePatterns or a subdirectory.]"] if truncated else []
         return _result(json.dumps(tree, ensure_ascii=False, separators=(",", ":")), notes, truncated=truncated, entries=count)
 
     async def search_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
@@ -512,7 +522,7 @@ class FsTools:
                             return found, True
                         raise Stopped()
                     if seen % 1000 == 0:  # every entry walked counts, matching or not
-                        ctx.report_progress(seen)
+                        ctx.report_progress(seen, message=f"{seen} entries searched, {len(found)} matches")
                     relative = "/".join(components)
                     if excludes.excluded(relative) or not glob.matches(relative):
                         continue
@@ -523,7 +533,7 @@ class FsTools:
                 walk.close()
             return found, False
 
-        found, truncated = await off_loop(search, seconds=self.config.search_seconds)
+        found, truncated = await off_loop(search, **self._limits(ctx))
         notes = [f"[Truncated: stopped after {len(found)} matches or the time limit; narrow the pattern or the directory.]"] \
             if truncated else []
         return _result("\n".join(found) if found else "No matches found", notes, matches=found, truncated=truncated)
@@ -540,13 +550,11 @@ class FsTools:
         context_lines = arguments.get("contextLines", 0)
         location, fd = self.sandbox.open_directory(arguments["path"])
         os.close(fd)
-        seconds = self.config.search_seconds
         max_file = self.config.max_media_bytes
 
         skipped: list[str] = []  # files the regex engine ran out of memory on
 
         def search(stop: Stop) -> tuple[list[dict[str, Any]], list[str], int, bool]:
-            deadline = time.monotonic() + seconds
             matches: list[dict[str, Any]] = []
             lines: list[str] = []
             files = 0
@@ -575,10 +583,10 @@ class FsTools:
                         if len(matches) >= cap:
                             # Full: only learn whether anything was left out (so exactly cap matches
                             # are not reported as cut), then stop at the first further match.
-                            if grep.search_lines(data, context=0, max_matches=1, deadline=deadline).matches:
+                            if grep.search_lines(data, context=0, max_matches=1, deadline=stop.deadline).matches:
                                 return matches, lines, files, True
                             continue
-                        result = grep.search_lines(data, context=context_lines, max_matches=cap - len(matches), deadline=deadline)
+                        result = grep.search_lines(data, context=context_lines, max_matches=cap - len(matches), deadline=stop.deadline)
                     except GrepTimeout:
                         return matches, lines, files, True
                     except MemoryError:
@@ -601,13 +609,13 @@ class FsTools:
                     if result.truncated:
                         return matches, lines, files, True
                     if files % 100 == 0:
-                        ctx.report_progress(files)
+                        ctx.report_progress(files, message=f"{files} files searched, {len(matches)} matching lines")
             finally:
                 walk.close()
             return matches, lines, files, False
 
-        matches, lines, files, truncated = await off_loop(search, seconds=seconds)
-        notes = [f"[Stopped early: {len(matches)} matches shown (maxResults, --max-entries or the {seconds:g} s time "
+        matches, lines, files, truncated = await off_loop(search, **self._limits(ctx))
+        notes = [f"[Stopped early: {len(matches)} matches shown (maxResults, --max-entries or the {self._limit_seconds(ctx):g} s time "
                  f"limit); narrow the pattern, glob or directory.]"] if truncated else []
         if skipped:
             notes.append(f"[Skipped {len(skipped)} file(s) the pattern needed too much memory for, such as {skipped[0]}; "

@@ -494,13 +494,22 @@ def test_without_renameat2_in_the_c_library_moves_fall_back_and_still_never_over
 
 
 def test_stop_turns_true_once_its_deadline_passed_and_counts_as_a_timeout() -> None:
-    later, past = offload.Stop(time.monotonic() + 60), offload.Stop(time.monotonic() - 1)
+    later, past = offload.Stop(60), offload.Stop(-1)
     assert later() is False and later.timed_out is False
     assert past() is True and past.timed_out is True
 
 
+def test_a_stop_gets_its_task_limit_once_the_call_is_a_task() -> None:
+    in_task = [False]
+    stop = offload.Stop(-1, task_seconds=60, in_task=lambda: in_task[0])
+    in_task[0] = True
+    assert stop() is False and stop.deadline is not None and stop.deadline > time.monotonic() + 50
+    in_task[0] = False
+    assert stop() is True and stop.timed_out is True
+
+
 def test_a_stop_set_by_cancellation_is_true_without_counting_as_a_timeout() -> None:
-    stop = offload.Stop(time.monotonic() + 60)
+    stop = offload.Stop(60)
     stop.set()
     assert stop() is True and stop.timed_out is False
 
@@ -1039,7 +1048,7 @@ async def test_cancelling_search_files_stops_its_walk_at_the_next_entry(
             closed.set()
 
     monkeypatch.setattr(sandbox, "walk", walk)
-    ctx = types.SimpleNamespace(report_progress=lambda *args: True)
+    ctx = types.SimpleNamespace(report_progress=lambda *args, **kwargs: True, task_id=None)
     loop = asyncio.get_running_loop()
     search = tools.search_files(ctx, {"path": str(root_dir), "pattern": "**"})  # type: ignore[arg-type]
     task = asyncio.create_task(search)

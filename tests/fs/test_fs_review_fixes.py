@@ -106,8 +106,9 @@ def test_a_diff_of_a_one_line_change_in_a_file_of_equal_lines_is_small_and_exact
 
 class _Context:
     cancelled = False
+    task_id = None
 
-    def report_progress(self, *args: Any) -> bool:
+    def report_progress(self, *args: Any, **kwargs: Any) -> bool:
         return False
 
 
