@@ -15,14 +15,8 @@ import os
 import sys
 
 from . import __version__ as VERSION
-from .config import (
-    DEFAULT_MAX_ENTRIES,
-    DEFAULT_MAX_MEDIA_BYTES,
-    DEFAULT_MAX_READ_BYTES,
-    DEFAULT_SEARCH_SECONDS,
-    DEFAULT_TASK_SEARCH_SECONDS,
-    Config,
-)
+from .config import Config
+from .options import add_server_options
 
 SUBCOMMANDS = ("print-config", "install")  # as the first argument only
 
@@ -59,20 +53,6 @@ print-config or install, write 'mcp-ref-fs -- print-config' or 'mcp-ref-fs ./pri
 example: printf '%s\\n' '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' | mcp-ref-fs ."""
 
 
-def _positive_int(text: str) -> int:
-    value = int(text)
-    if value < 1:
-        raise argparse.ArgumentTypeError("must be a positive integer")
-    return value
-
-
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
-    return value
-
-
 def parse_arguments(argv: list[str]) -> Config:
     """The ``Config`` for a command line (argparse exits 2 on bad options)."""
     parser = argparse.ArgumentParser(
@@ -82,19 +62,7 @@ def parse_arguments(argv: list[str]) -> Config:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     parser.add_argument("roots", nargs="*", metavar="ROOT", help="an allowed directory (default: the current directory)")
-    parser.add_argument("--read-only", action="store_true", help="refuse every tool that would change the disk (they stay listed)")
-    parser.add_argument("--modern-only", action="store_true", help="serve only 2026-07-28 clients; answer initialize with an error")
-    parser.add_argument("--max-read-bytes", type=_positive_int, default=DEFAULT_MAX_READ_BYTES, metavar="N",
-                        help=f"most text one read returns (default {DEFAULT_MAX_READ_BYTES})")
-    parser.add_argument("--max-media-bytes", type=_positive_int, default=DEFAULT_MAX_MEDIA_BYTES, metavar="N",
-                        help=f"largest file read_media_file or resources/read returns (default {DEFAULT_MAX_MEDIA_BYTES})")
-    parser.add_argument("--max-entries", type=_positive_int, default=DEFAULT_MAX_ENTRIES, metavar="N",
-                        help=f"most entries in one listing, tree, search or grep (default {DEFAULT_MAX_ENTRIES})")
-    parser.add_argument("--search-seconds", type=_positive_float, default=DEFAULT_SEARCH_SECONDS, metavar="S",
-                        help=f"time limit of one search or grep (default {DEFAULT_SEARCH_SECONDS:g})")
-    parser.add_argument("--task-search-seconds", type=_positive_float, default=DEFAULT_TASK_SEARCH_SECONDS, metavar="S",
-                        help="time limit of one search or grep that runs as a task, polled by a client that declared "
-                             f"the tasks extension (default {DEFAULT_TASK_SEARCH_SECONDS:g})")
+    add_server_options(parser)
     parser.add_argument("--version", action="version", version=f"mcp-ref-fs {VERSION}")
     options = parser.parse_args(argv)
     return Config(

@@ -65,6 +65,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+from .options import add_server_options, given_server_options
+
 CLIENTS = ("claude-desktop", "vscode", "cursor", "claude-code")
 DEFAULT_NAME = "mcp-ref-fs"
 # The top-level key each JSON host keeps its stdio servers under.
@@ -660,6 +662,7 @@ def _parser(command: str) -> argparse.ArgumentParser:
                                  ".cursor/mcp.json (Cursor); Claude Code: --scope project (.mcp.json)")
         parser.add_argument("--force", action="store_true", help="replace an entry of the same name")
         parser.add_argument("--config", metavar="PATH", help="write this file instead of the host's own (JSON hosts)")
+    add_server_options(parser, for_host=True)
     parser.add_argument("roots", nargs="*", metavar="ROOT", help="an allowed directory (default: the current directory)")
     return parser
 
@@ -671,7 +674,10 @@ def main(command: str, argv: Sequence[str], environment: Environment | None = No
     try:
         if not options.name or any(ord(char) < 32 for char in options.name):
             raise UsageError("--name must be a non-empty name without control characters")
-        command_line = server_command(env.argv0, env.executable) + absolute_roots(options.roots, env.cwd)
+        # The server's own options (--read-only, limits) go before the roots, so a root named like
+        # an option is never taken for one: absolute_roots makes every root an absolute path.
+        command_line = (server_command(env.argv0, env.executable) + given_server_options(options)
+                        + absolute_roots(options.roots, env.cwd))
         warning = temporary_environment_warning(command_line)
         if warning:
             env.err(f"mcp-ref-fs: warning: {warning}")

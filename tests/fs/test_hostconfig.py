@@ -122,6 +122,27 @@ def test_print_config_defaults_to_the_current_directory_and_the_name_mcp_ref_fs(
     assert json.loads(done.out) == {"mcpServers": {"mcp-ref-fs": {"command": str(SCRIPT), "args": [str(project)]}}}
 
 
+def test_print_config_passes_the_server_options_it_is_given_before_the_roots(home: Path, project: Path) -> None:
+    done = run("print-config", "--client", "vscode", "--read-only", "--max-entries", "500",
+               "--search-seconds", "12.5", ".", home=home, cwd=project)
+    assert done.status == 0, done.err
+    entry = json.loads(done.out)["servers"]["mcp-ref-fs"]
+    assert entry["args"] == ["--read-only", "--max-entries", "500", "--search-seconds", "12.5", str(project)]
+    words = shlex.split(run("print-config", "--client", "claude-code", "--modern-only", home=home, cwd=project).out)
+    assert words[-2:] == ["--modern-only", str(project)]
+    # The command the host will run parses: the options reach the server as given.
+    from mcp_ref_fs.__main__ import parse_arguments
+
+    config = parse_arguments(entry["args"])
+    assert (config.read_only, config.max_entries, config.search_seconds, config.roots) == (True, 500, 12.5, (str(project),))
+
+
+def test_print_config_refuses_an_invalid_server_option(home: Path, project: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exited:
+        run("print-config", "--client", "cursor", "--max-entries", "0", home=home, cwd=project)
+    assert exited.value.code == 2 and "--max-entries: must be a positive integer" in capsys.readouterr().err
+
+
 def test_print_config_refuses_a_root_that_is_not_a_directory(home: Path, project: Path) -> None:
     (project / "file.txt").write_text("x")
     for root in ("missing", "file.txt"):
@@ -283,6 +304,15 @@ def test_install_creates_a_new_file_with_its_directories(client: str, home: Path
     assert backups(config) == [] and "(a new file)" in done.out
     assert leftovers(config.parent) == []
     assert stat.S_IMODE(config.stat().st_mode) & 0o600 == 0o600
+
+
+def test_install_writes_the_server_options_into_the_entry(home: Path, project: Path) -> None:
+    config = home / "claude_desktop_config.json"
+    done = run("install", "--client", "claude-desktop", "--config", str(config), "--read-only",
+               "--task-search-seconds", "120", home=home, cwd=project)
+    assert done.status == 0, done.err
+    entry = json.loads(config.read_text())["mcpServers"]["mcp-ref-fs"]
+    assert entry["args"] == ["--read-only", "--task-search-seconds", "120", str(project)]
 
 
 def test_install_prints_what_it_did_and_what_to_do_next(home: Path, project: Path) -> None:

@@ -1,0 +1,69 @@
+"""The server's command-line options, defined once: parsed when serving (``__main__``) and passed
+through into the command a host runs by ``print-config`` and ``install`` (``hostconfig``)."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from .config import (
+    DEFAULT_MAX_ENTRIES,
+    DEFAULT_MAX_MEDIA_BYTES,
+    DEFAULT_MAX_READ_BYTES,
+    DEFAULT_SEARCH_SECONDS,
+    DEFAULT_TASK_SEARCH_SECONDS,
+)
+
+
+def positive_int(text: str) -> int:
+    value = int(text)
+    if value < 1:
+        raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def positive_float(text: str) -> float:
+    value = float(text)
+    if not value > 0 or value == float("inf"):
+        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+    return value
+
+
+# (flag, argparse keywords, help, default). Switches have no value.
+SERVER_OPTIONS: tuple[tuple[str, dict[str, Any], str, Any], ...] = (
+    ("--read-only", {"action": "store_true"}, "refuse every tool that would change the disk (they stay listed)", False),
+    ("--modern-only", {"action": "store_true"}, "serve only 2026-07-28 clients; answer initialize with an error", False),
+    ("--max-read-bytes", {"type": positive_int, "metavar": "N"}, "most text one read returns", DEFAULT_MAX_READ_BYTES),
+    ("--max-media-bytes", {"type": positive_int, "metavar": "N"},
+     "largest file read_media_file or resources/read returns", DEFAULT_MAX_MEDIA_BYTES),
+    ("--max-entries", {"type": positive_int, "metavar": "N"}, "most entries in one listing, tree, search or grep", DEFAULT_MAX_ENTRIES),
+    ("--search-seconds", {"type": positive_float, "metavar": "S"}, "time limit of one search or grep", DEFAULT_SEARCH_SECONDS),
+    ("--task-search-seconds", {"type": positive_float, "metavar": "S"},
+     "time limit of one search or grep that runs as a task, polled by a client that declared the tasks extension",
+     DEFAULT_TASK_SEARCH_SECONDS),
+)
+
+
+def add_server_options(parser: argparse.ArgumentParser, *, for_host: bool = False) -> None:
+    """Add the server's options. ``for_host``: no defaults (only what the user gave is passed on)."""
+    for flag, keywords, help_text, default in SERVER_OPTIONS:
+        switch = keywords.get("action") == "store_true"
+        if for_host:
+            parser.add_argument(flag, **keywords, help=f"passed to the server: {help_text}",
+                                **({"default": None} if not switch else {}))
+        else:
+            shown = "" if switch else f" (default {default:g})" if isinstance(default, float) else f" (default {default})"
+            parser.add_argument(flag, **keywords, default=default, help=help_text + shown)
+
+
+def given_server_options(options: argparse.Namespace) -> list[str]:
+    """The server options the user gave, as command-line arguments (for a host's entry)."""
+    arguments: list[str] = []
+    for flag, keywords, _help, _default in SERVER_OPTIONS:
+        value = getattr(options, flag[2:].replace("-", "_"))
+        if keywords.get("action") == "store_true":
+            if value:
+                arguments.append(flag)
+        elif value is not None:
+            arguments += [flag, f"{value:g}" if isinstance(value, float) else str(value)]
+    return arguments
