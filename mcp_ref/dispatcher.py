@@ -84,6 +84,9 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcp_ref")
 
+# The list a legacy client fetched with each list method: its changes are watched from then on.
+LISTED_KIND = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resources"}
+
 # A legacy request asks the client at most this many times in a row before it is answered with an error.
 LEGACY_MAX_ROUNDS = 16
 
@@ -459,6 +462,10 @@ class Dispatcher:
             context._finish()  # no progress or log notification may follow the response
         if modern:
             return self._complete(request.method, result)
+        kind = LISTED_KIND.get(request.method)
+        if kind is not None and kind not in self.server.legacy.listed:
+            self.server.legacy.listed.add(kind)  # its changes are worth watching now (see watch)
+            self.server._watch_changed()
         return legacy.to_legacy_result(request.method, result, self.server.legacy.version or "")
 
     def _task_capable_tool(self, request: Request, context: RequestContext, modern: bool) -> tools.Tool | None:

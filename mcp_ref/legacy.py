@@ -62,6 +62,7 @@ class LegacySession:
     initialized: bool = False  # notifications/initialized received
     log_level: str | None = None  # set by logging/setLevel
     subscribed_uris: set[str] = field(default_factory=set)
+    listed: set[str] = field(default_factory=set)  # list kinds it fetched (their changes are watched)
 
     @property
     def active(self) -> bool:
@@ -81,7 +82,8 @@ async def initialize(server: Server, ctx: RequestContext, params: dict[str, Any]
     session.version = negotiate_legacy_version(requested)
     session.client_capabilities = capabilities
     session.client_info = client_info if isinstance(client_info, dict) else None
-    server._watch_changed()  # legacy clients get list changes without asking
+    session.listed = set()  # a new session has fetched no list yet
+    server._watch_changed()
     result: dict[str, Any] = {
         "protocolVersion": session.version,
         "capabilities": server.capabilities(era="legacy"),

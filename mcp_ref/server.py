@@ -237,7 +237,14 @@ class Server:
         meta: dict[str, Any] | None = None,
         task: str | None = None,
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
-        """Decorator: register ``handler(ctx, arguments)`` as a tool (name defaults to the function's).
+        """Decorator: register a handler as a tool (name defaults to the function's).
+
+        Two forms (``mcp_ref.typed`` has the exact rule): the classic ``handler(ctx, arguments)``
+        gets the validated arguments as a dict and takes its schemas from ``input_schema`` /
+        ``output_schema``; a typed ``handler(ctx, a: int, b: int = 0) -> int`` gets them as keyword
+        arguments, and its ``inputSchema`` (and ``outputSchema``, from the return annotation) are
+        derived from its annotations, unless given here. An annotation with no JSON Schema is a
+        ``ValueError`` naming the parameter.
 
         ``task``: ``"optional"`` lets a call from a client that declared the tasks extension become
         a task (when it runs long, or the handler calls ``ctx.run_as_task()``); ``"required"`` also
@@ -245,10 +252,19 @@ class Server:
         """
 
         def register(handler: Callable[..., Any]) -> Callable[..., Any]:
-            schema = input_schema if input_schema is not None else {"type": "object", "additionalProperties": False}
+            from . import typed  # only when a tool is registered: cold start stays as it was
+
+            call, schema, output = handler, input_schema, output_schema
+            if not typed.is_classic(handler):
+                derived = typed.derive(handler, name or handler.__name__)
+                call = derived.call
+                schema = schema if schema is not None else derived.input_schema
+                output = output if output is not None else derived.output_schema
+            if schema is None:
+                schema = {"type": "object", "additionalProperties": False}
             self.add_tool(
                 Tool(
-                    name or handler.__name__, handler, description or _doc(handler), schema, output_schema,
+                    name or handler.__name__, call, description or _doc(handler), schema, output,
                     title, annotations, icons, meta, task,
                 )
             )
@@ -438,7 +454,9 @@ class Server:
         """What clients listen for right now (what ``on_watch`` handlers are told)."""
         lists = self.subscriptions.watched_lists()
         if self.legacy.active:
-            lists |= self.list_changed_kinds  # legacy clients get list changes without asking
+            # Legacy clients get list changes without asking, but only a list the client fetched
+            # can be stale: a host that never lists resources costs no resource watching.
+            lists |= self.list_changed_kinds & self.legacy.listed
         return WatchSet(self.subscriptions.watched_uris() | frozenset(self.legacy.subscribed_uris), lists)
 
     def _watch_changed(self) -> None:

@@ -7,8 +7,9 @@ things changes:
 
 * when a ``subscriptions/listen`` stream opens (after its acknowledgement is written) or ends
   (cancelled by the client, or closed at shutdown);
-* when a legacy client subscribes to or unsubscribes from a URI, and when a legacy session starts
-  (``initialize``: legacy clients get every list change the server announces without asking);
+* when a legacy client subscribes to or unsubscribes from a URI, and when it first fetches a list
+  the server announces changes of (legacy clients get those changes without asking, and a list
+  the client has fetched is one it may need to refresh);
 * with an empty ``WatchSet`` when serving stops, so nothing keeps watching after the last stream.
 
 Calls are coalesced: a handler is never called with the set it saw last. A plain function is
@@ -41,7 +42,7 @@ class WatchSet:
     * ``resource_uris``: every URI in the ``resourceSubscriptions`` of an open listen stream, plus
       every URI a legacy client ``resources/subscribe``\\ d.
     * ``lists``: the lists (``"tools"``, ``"prompts"``, ``"resources"``) whose changes an open
-      stream asked for, plus, while a legacy session is active, every list the server announces.
+      stream asked for, plus, while a legacy session is active, every announced list it fetched.
     """
 
     resource_uris: frozenset[str] = frozenset()

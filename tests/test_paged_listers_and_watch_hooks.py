@@ -609,17 +609,22 @@ async def test_a_change_that_leaves_the_watch_set_as_it_was_calls_no_hook():
 
 
 @pytest.mark.req("SUB-WATCH-HOOK-SET", "SUB-WATCH-HOOK-WHEN")
-async def test_a_legacy_session_watches_every_announced_list_and_its_subscribed_uris():
+async def test_a_legacy_session_watches_every_announced_list_it_fetched_and_its_subscribed_uris():
     server, seen = listening_server(list_changed=["tools", "resources"])
     async with serve(server) as client:
         await client.result("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}, meta=OMIT)
-        assert seen == [WatchSet(frozenset(), frozenset({"tools", "resources"}))]
+        assert seen == []  # nothing fetched yet: nothing can be stale, nothing is watched
+        await client.result("resources/list", {}, meta=OMIT)
+        assert seen == [WatchSet(frozenset(), frozenset({"resources"}))]
+        await client.result("resources/templates/list", {}, meta=OMIT)  # the same list kind: no change
+        await client.result("tools/list", {}, meta=OMIT)
+        assert seen[-1] == WatchSet(frozenset(), frozenset({"tools", "resources"})) and len(seen) == 2
         await client.result("resources/subscribe", {"uri": "test://a"}, meta=OMIT)
         await client.result("resources/subscribe", {"uri": "test://a"}, meta=OMIT)  # already held: no change
-        assert seen[-1] == WatchSet(frozenset({"test://a"}), frozenset({"tools", "resources"})) and len(seen) == 2
+        assert seen[-1] == WatchSet(frozenset({"test://a"}), frozenset({"tools", "resources"})) and len(seen) == 3
         await client.result("resources/unsubscribe", {"uri": "test://a"}, meta=OMIT)
-        assert seen[-1] == WatchSet(frozenset(), frozenset({"tools", "resources"})) and len(seen) == 3
-    assert seen[-1] == WatchSet() and len(seen) == 4  # serving stopped
+        assert seen[-1] == WatchSet(frozenset(), frozenset({"tools", "resources"})) and len(seen) == 4
+    assert seen[-1] == WatchSet() and len(seen) == 5  # serving stopped
 
 
 @pytest.mark.req("SUB-WATCH-HOOK-WHEN")
