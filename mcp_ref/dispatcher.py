@@ -483,7 +483,7 @@ class Dispatcher:
         if modern and tasks.client_supports_tasks(context.client_capabilities):
             return tool
         if tool.task == "required":
-            raise tasks.missing_tasks_extension(f"The tool {tool.name!r} runs only as a task: calling it")
+            raise tasks.missing_tasks_extension(f"The tool {tool.name!r} runs only as a task: calling it", legacy=not modern)
         return None
 
     async def _call_maybe_as_task(self, handler: Handler, request: Request, context: RequestContext) -> dict[str, Any]:

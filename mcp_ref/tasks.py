@@ -100,13 +100,14 @@ def client_supports_tasks(capabilities: dict[str, Any]) -> bool:
     return isinstance(extensions, dict) and isinstance(extensions.get(TASKS_EXTENSION), dict)
 
 
-def missing_tasks_extension(what: str) -> MissingRequiredClientCapability:
+def missing_tasks_extension(what: str, *, legacy: bool = False) -> MissingRequiredClientCapability:
     """-32021 naming the tasks extension, for ``what`` (a method, or a tool that needs a task)."""
-    return MissingRequiredClientCapability(
-        {"extensions": {TASKS_EXTENSION: {}}},
-        f"{what} needs the {TASKS_EXTENSION} extension, which this request's "
-        "_meta clientCapabilities.extensions did not declare",
+    why = (
+        "which only MCP 2026-07-28 clients can declare (in a request's _meta clientCapabilities.extensions)"
+        if legacy
+        else "which this request's _meta clientCapabilities.extensions did not declare"
     )
+    return MissingRequiredClientCapability({"extensions": {TASKS_EXTENSION: {}}}, f"{what} needs the {TASKS_EXTENSION} extension, {why}")
 
 
 def _timestamp(seconds: float) -> str:
