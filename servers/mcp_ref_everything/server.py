@@ -20,9 +20,10 @@ completion.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
-from typing import Any
+from typing import Annotated, Any, Literal, TypedDict
 
 from mcp_ref import (
     CacheHint,
@@ -473,6 +474,39 @@ def test_structured_content(ctx: RequestContext, args: Arguments) -> dict[str, A
     # A plain (non-async) handler runs on the handler thread pool. With an outputSchema, a returned
     # dict becomes structuredContent (validated) plus the same JSON as text.
     return {"sum": args["a"] + args["b"]}
+
+
+# Typed tools: parameters after ctx are keyword arguments, and the annotations give the inputSchema
+# (and, from the return annotation, the outputSchema). See "Typed tools" in docs/server-api.md.
+
+
+@dataclasses.dataclass
+class Rectangle:
+    width: Annotated[float, "width, in metres"]
+    height: Annotated[float, "height, in metres"]
+
+
+class AreaReport(TypedDict):
+    area: float
+    unit: Literal["m2", "ft2"]
+
+
+@server.tool()
+def typed_add(ctx: RequestContext, a: int, b: int = 0) -> int:
+    """Adds two integers (a typed tool: the schemas come from the annotations).
+
+    Args:
+        a: the first addend
+        b: the second addend
+    """
+    return a + b
+
+
+@server.tool()
+async def typed_area(ctx: RequestContext, shape: Rectangle, unit: Literal["m2", "ft2"] = "m2") -> AreaReport:
+    """The area of a rectangle, as structured content (a dataclass argument, a TypedDict result)."""
+    area = shape.width * shape.height
+    return {"area": area if unit == "m2" else round(area * 10.7639, 4), "unit": unit}
 
 
 @server.tool(
