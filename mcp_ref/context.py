@@ -119,7 +119,7 @@ class RequestContext:
             return False
         if self._task_status is not None or self._task_requested:
             self._last_progress, self._last_progress_time = progress, now
-            status = message if message is not None else f"{progress:g} of {total:g}" if total is not None else f"{progress:g}"
+            status = str(message) if message is not None else f"{progress:g} of {total:g}" if total is not None else f"{progress:g}"
             if self._task_status is not None:
                 self._task_status(status)
             else:  # becoming a task: this is its first status message
@@ -144,8 +144,8 @@ class RequestContext:
         if not is_log_level(level):
             raise ValueError(f"unknown log level {level!r}")
         log.log(_PYTHON_LEVEL[level], "%s%s", f"[{logger}] " if logger else "", data)
-        if self.log_level is None or self._finished or self._cancelled:
-            return False
+        if self.log_level is None or self._finished or self._cancelled or self._task_requested or self._task_id is not None:
+            return False  # (no log notifications for a task either)
         if LOG_LEVEL_RANK[level] < LOG_LEVEL_RANK[self.log_level]:
             return False
         now = time.monotonic()

@@ -87,6 +87,9 @@ log = logging.getLogger("mcp_ref")
 # The list a legacy client fetched with each list method: its changes are watched from then on.
 LISTED_KIND = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resources"}
 
+# At shutdown, how long cancelled handlers get to unwind (one that swallows its cancellation is left).
+UNWIND_SECONDS = 2.0
+
 # A legacy request asks the client at most this many times in a row before it is answered with an error.
 LEGACY_MAX_ROUNDS = 16
 
@@ -187,7 +190,7 @@ class Dispatcher:
         self.idle = asyncio.Event()
         self.idle.set()
         self.outgoing = Outgoing(self.send)  # requests to initialize-era clients only
-        server.bind(self.emit)
+        server.bind(self.emit, self.emit_optional)
 
     # --- output -------------------------------------------------------------------------------
 
@@ -202,6 +205,10 @@ class Dispatcher:
         else:
             self._loop.call_soon_threadsafe(self.send, message)
 
+    def emit_optional(self, message: dict[str, Any]) -> None:
+        """Queue a notification the sink may shed under backpressure (event-loop thread only)."""
+        getattr(self._sink, "write_optional", self._sink.write)(encode_message(message))
+
     def _emitter_for(self, entry: InFlight) -> Callable[[dict[str, Any]], None]:
         """``emit`` for one request's progress and log notifications. A notification a worker
         thread queued just before the client's cancellation is dropped when its turn comes on
@@ -210,8 +217,12 @@ class Dispatcher:
         write = getattr(self._sink, "write_optional", self._sink.write)
 
         def send_unless_cancelled(message: dict[str, Any]) -> None:
-            if not entry.cancelled:
-                write(encode_message(message))
+            # Checked here, on the loop, where the response is written: a worker thread's
+            # notification queued just before the response (or the task handle) is dropped.
+            context = entry.context
+            if entry.cancelled or (context is not None and (context._finished or context._task_id is not None)):
+                return
+            write(encode_message(message))
 
         def emit(message: dict[str, Any]) -> None:
             if threading.get_ident() == self._loop_thread:
@@ -530,7 +541,11 @@ class Dispatcher:
                 context._request_task = None
                 if work is not None and not work.done():
                     work.cancel()  # the request itself was cancelled
-        self._detach(task, context, work, request)
+        try:
+            self._detach(task, context, work, request)
+        except BaseException:
+            task.cancel()  # never a stored task nobody drives
+            raise
         log.info("tools/call %r (id %r) continues as task %s", request.params.get("name"), clip(request.id), task.id)
         return {"resultType": "task", **task.handle()}
 
@@ -552,9 +567,11 @@ class Dispatcher:
             return report
 
         status_of(context)
-        # What the call learnt through MRTR before it became a task carries on into the task.
+        # What the call learnt through MRTR before it became a task carries on into the task:
+        # the retry's answers (validated again when asked, as in MRTR) and the handler's state.
+        carried = dict(context.input_responses)
         task.answers.update(context.answered)
-        task.issued.update(context.answered)
+        task.issued.update(carried)
         task.state = context.state
 
         async def next_round(task: tasks.Task) -> dict[str, Any]:
@@ -568,7 +585,7 @@ class Dispatcher:
                 log_level=None,
                 progress_token=None,
                 emit=lambda message: None,  # no notifications in a task: progress is its statusMessage
-                input_responses=dict(task.answers),
+                input_responses={**carried, **task.answers},
                 state=task.state,
             )
             ctx._finish()
@@ -729,7 +746,8 @@ class Dispatcher:
                 self.cancel_in_flight("the server is shutting down")
                 for task in self._draining:
                     task.cancel()
-            await asyncio.gather(*pending, return_exceptions=True)
+                # A handler that swallows its cancellation is not waited for forever.
+                await asyncio.wait(pending, timeout=UNWIND_SECONDS)
         await self.server.tasks.close()  # nobody can poll them once the client has gone
         self.server.subscriptions.close_all()
         listens = [e.task for e in self._in_flight.values()]

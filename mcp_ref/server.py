@@ -470,10 +470,12 @@ class Server:
 
     # --- running ----------------------------------------------------------------------------------
 
-    def bind(self, emit: Callable[[dict[str, Any]], None] | None) -> None:
-        """Connect to a running dispatcher's output (call on its event loop), or disconnect with None."""
+    def bind(self, emit: Callable[[dict[str, Any]], None] | None,
+             emit_optional: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """Connect to a running dispatcher's output (call on its event loop), or disconnect with None.
+        ``emit_optional`` may shed a notification under backpressure (progress-like ones)."""
         self._emit = emit
-        self.subscriptions.bind(emit)
+        self.subscriptions.bind(emit, emit_optional)
         if emit is None:
             self._bound = None
         else:

@@ -108,7 +108,10 @@ class Subscription:
         return uri in self.honoured.get("resourceSubscriptions", ())
 
     def wants_task(self, task_id: str) -> bool:
-        return task_id in self.honoured.get("taskIds", ())
+        return task_id in self.task_ids
+
+    def __post_init__(self) -> None:
+        self.task_ids = frozenset(self.honoured.get("taskIds", ()))
 
     @property
     def uris(self) -> list[str]:
@@ -127,14 +130,19 @@ class SubscriptionHub:
     def __init__(self) -> None:
         self._open: dict[Any, Subscription] = {}
         self._emit: Callable[[dict[str, Any]], None] | None = None
+        self._emit_optional: Callable[[dict[str, Any]], None] | None = None
+        self._task_listeners = 0  # open streams with task ids (most servers have none)
         # What the open streams hold, counted per stream (for WatchSet and MAX_SUBSCRIBED_URIS).
         self._uri_refs: Counter[str] = Counter()
         self._list_refs: Counter[str] = Counter()
         self.uri_total = 0
 
-    def bind(self, emit: Callable[[dict[str, Any]], None] | None) -> None:
-        """Where notifications go (the dispatcher's thread-safe emit); None while not serving."""
+    def bind(self, emit: Callable[[dict[str, Any]], None] | None,
+             emit_optional: Callable[[dict[str, Any]], None] | None = None) -> None:
+        """Where notifications go (the dispatcher's thread-safe emit, and its variant that may shed
+        a notification under backpressure); None while not serving."""
         self._emit = emit
+        self._emit_optional = emit_optional
 
     def __len__(self) -> int:
         return len(self._open)
@@ -144,6 +152,7 @@ class SubscriptionHub:
         subscription = Subscription(request_id, honoured, asyncio.get_running_loop().create_future())
         self._send(subscription, "notifications/subscriptions/acknowledged", {"notifications": honoured})
         self._open[_key(request_id)] = subscription
+        self._task_listeners += bool(subscription.task_ids)
         self._uri_refs.update(subscription.uris)
         self._list_refs.update(subscription.lists)
         self.uri_total += len(subscription.uris)
@@ -160,6 +169,7 @@ class SubscriptionHub:
             return
         subscription = self._open.pop(key, None)
         if subscription is not None:
+            self._task_listeners -= bool(subscription.task_ids)
             _release(self._uri_refs, subscription.uris)
             _release(self._list_refs, subscription.lists)
             self.uri_total -= len(subscription.uris)
@@ -193,21 +203,26 @@ class SubscriptionHub:
             self._send(subscription, RESOURCE_UPDATED, {"uri": uri})
         return len(targets)
 
-    def task_changed(self, task: Any) -> int:
+    def task_changed(self, task: Any, optional: bool = False) -> int:
         """Send ``notifications/tasks`` (the task's ``DetailedTask``) on every stream that asked for
-        the task's id (tasks extension). Returns how many."""
+        the task's id (tasks extension). ``optional``: only the status message changed, so under
+        backpressure the notification may be shed (a later one carries the newer state anyway).
+        Returns how many."""
+        if not self._task_listeners:
+            return 0
         targets = [s for s in self._open.values() if s.wants_task(task.id)]
         if targets:
             detailed = task.detailed()
             for subscription in targets:
-                self._send(subscription, TASK_STATUS, detailed)
+                self._send(subscription, TASK_STATUS, detailed, optional=optional)
         return len(targets)
 
-    def _send(self, subscription: Subscription, method: str, params: dict[str, Any]) -> None:
-        if self._emit is None:
+    def _send(self, subscription: Subscription, method: str, params: dict[str, Any], *, optional: bool = False) -> None:
+        emit = self._emit_optional if optional and self._emit_optional is not None else self._emit
+        if emit is None:
             return
         params = {"_meta": {SUBSCRIPTION_ID: subscription.id}, **params}
-        self._emit({"jsonrpc": "2.0", "method": method, "params": params})
+        emit({"jsonrpc": "2.0", "method": method, "params": params})
 
 
 def _release(counts: Counter[str], keys: list[str]) -> None:

@@ -53,6 +53,7 @@ from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from .errors import InternalError, InvalidParams, MethodNotFound, MissingRequiredClientCapability, ProtocolError, clip
+from .wire import encode_message
 from .mrtr import InputRequired, check_client_can_answer, check_input_request, parse_input_responses, validate_input_response
 
 if TYPE_CHECKING:
@@ -67,6 +68,8 @@ TERMINAL = frozenset({"completed", "failed", "cancelled"})
 # A task whose handler keeps re-raising InputRequired with state only (nothing to ask) is failed
 # after this many rounds in a row: it would otherwise spin without ever waiting for the client.
 MAX_STATE_ONLY_ROUNDS = 16
+# At shutdown, how long cancelled task handlers get to unwind.
+CLOSE_SECONDS = 2.0
 
 
 @dataclass(frozen=True)
@@ -88,8 +91,10 @@ class TaskSettings:
     max_stored: int = 1000
 
     def __post_init__(self) -> None:
-        if not self.ttl_seconds > 0 or not self.poll_interval_ms > 0 or not self.answer_within_seconds >= 0:
-            raise ValueError("TaskSettings: ttl_seconds and poll_interval_ms must be positive, answer_within_seconds at least 0")
+        if not (0 < self.ttl_seconds < 10**9) or not (0 <= self.answer_within_seconds < 10**9):
+            raise ValueError("TaskSettings: ttl_seconds must be positive and finite, answer_within_seconds at least 0")
+        if isinstance(self.poll_interval_ms, bool) or not isinstance(self.poll_interval_ms, int) or self.poll_interval_ms < 1:
+            raise ValueError("TaskSettings: poll_interval_ms must be a positive integer (milliseconds)")
         if self.max_running < 1 or self.max_stored < self.max_running:
             raise ValueError("TaskSettings: max_running must be at least 1 and max_stored at least max_running")
 
@@ -172,11 +177,15 @@ class Task:
 
     def _changed(self, status: str | None = None) -> None:
         if status is not None:
+            if self.terminal:  # completed, failed and cancelled are final
+                log.error("task %s: ignoring a change from %s to %s", self.id, self.status, status)
+                return
             self.status = status
         self.updated = time.time()
         if self.terminal:
             self._store._running.discard(self.id)
-        self._store._notify(self)
+        # A new status message alone may be shed under backpressure; a new status never is.
+        self._store._notify(self, optional=status is None)
 
     def set_status_message(self, message: str) -> None:
         """A new ``statusMessage`` (progress, from ``ctx.report_progress`` in a task)."""
@@ -213,10 +222,10 @@ class Task:
             return
         if self.context is not None:
             self.context._cancelled = True
-        self.input_requests.clear()
-        self._changed("cancelled")
         if self._driver is not None:
             self._driver.cancel()
+        self.input_requests.clear()
+        self._changed("cancelled")
 
     # --- running ----------------------------------------------------------------------------------
 
@@ -238,6 +247,9 @@ class Task:
                 try:
                     result = await round_
                 except InputRequired as needed:
+                    if self.terminal:  # cancelled (or expired) meanwhile: nothing more runs
+                        return
+                    self._carry_answers()
                     problem = self._ask(needed)
                     if problem is not None:
                         self._fail(problem)
@@ -254,9 +266,17 @@ class Task:
                             return
                     round_ = asyncio.ensure_future(next_round(self))
                     continue
-                if not self.terminal:
-                    self.result = complete(result)
-                    self._changed("completed")
+                if self.terminal:
+                    return
+                try:
+                    completed = complete(result)
+                    encode_message({"result": completed})  # as tasks/get will send it
+                except (TypeError, ValueError, RecursionError) as exc:
+                    log.error("task %s: the result cannot be sent as JSON: %s", self.id, exc)
+                    self._fail(InternalError("Internal error: the tool's result could not be encoded as JSON"))
+                    return
+                self.result = completed
+                self._changed("completed")
                 return
         except asyncio.CancelledError:
             if not round_.done():
@@ -266,7 +286,14 @@ class Task:
             # Raised inside the handler, not by us: a failure like any other.
             self._fail(InternalError("Internal error: the tool was interrupted"))
         except (Exception, SystemExit, KeyboardInterrupt, GeneratorExit) as exc:
-            self._fail(error_for(exc))
+            if not self.terminal:
+                self._fail(error_for(exc))
+
+    def _carry_answers(self) -> None:
+        """Answers the round's handler accepted (``ctx.ask``) stay with the task for later rounds."""
+        if self.context is not None:
+            self.answers.update(self.context.answered)
+            self.issued.update(self.context.answered)
 
     def _ask(self, needed: InputRequired) -> ProtocolError | None:
         """Check a handler's ``InputRequired`` inside a task; take it, or say why the task fails."""
@@ -294,12 +321,6 @@ class Task:
             self.status_message = error.message
             self._changed("failed")
 
-    async def stop(self) -> None:
-        """Cancel the handler (if running) and wait for it to unwind."""
-        if self._driver is not None and not self._driver.done():
-            self._driver.cancel()
-            await asyncio.gather(self._driver, return_exceptions=True)
-
 
 class TaskStore:
     """The server's tasks: bounded, expiring, looked up by id. Event-loop thread only."""
@@ -309,7 +330,8 @@ class TaskStore:
         self._tasks: OrderedDict[str, Task] = OrderedDict()  # creation order = expiry order
         self._running: set[str] = set()
         self._reserved = 0  # task-capable calls in their answer-directly window
-        self.on_change: Callable[[Task], None] | None = None  # notifications/tasks (set by the server)
+        # notifications/tasks (set by the server): on_change(task, optional)
+        self.on_change: Callable[[Task, bool], Any] | None = None
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -333,12 +355,14 @@ class TaskStore:
 
     def create(self, client_capabilities: dict[str, Any], status_message: str | None = None) -> Task:
         """Store a new working task (in a reserved place) and return it."""
-        self._reserved -= 1
         task_id = secrets.token_urlsafe(16)
         task = Task(self, task_id, client_capabilities)
         task.status_message = status_message
         self._tasks[task_id] = task
         self._running.add(task_id)
+        self._reserved -= 1
+        # Forgotten (and cancelled, if still running) at its TTL even if nobody asks meanwhile.
+        asyncio.get_running_loop().call_later(self.settings.ttl_seconds + 0.001, self._expire)
         return task
 
     def get(self, task_id: Any) -> Task:
@@ -363,16 +387,22 @@ class TaskStore:
                 task.cancel()
             self._running.discard(task.id)
 
-    def _notify(self, task: Task) -> None:
+    def _notify(self, task: Task, optional: bool = False) -> None:
         if self.on_change is not None:
-            self.on_change(task)
+            try:
+                self.on_change(task, optional)
+            except Exception:  # a listener's trouble never changes a task
+                log.exception("task %s: sending notifications/tasks failed", task.id)
 
-    async def close(self) -> None:
-        """Shutdown: cancel every running task and wait for the handlers to unwind."""
+    async def close(self, timeout: float = CLOSE_SECONDS) -> None:
+        """Shutdown: cancel every running task and wait (at most ``timeout``) for the handlers to
+        unwind; one that swallows its cancellation is left behind, never waited for forever."""
         running = [task for task in self._tasks.values() if not task.terminal]
         for task in running:
             task.cancel()
-        await asyncio.gather(*(task.stop() for task in running), return_exceptions=True)
+        drivers = [task._driver for task in running if task._driver is not None and not task._driver.done()]
+        if drivers:
+            await asyncio.wait(drivers, timeout=timeout)
 
 
 # --- the methods ----------------------------------------------------------------------------------
@@ -394,7 +424,7 @@ async def get_task(server: Server, ctx: RequestContext, params: dict[str, Any]) 
 async def update_task(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``tasks/update``: answers to the task's outstanding input requests; an empty ack."""
     task = _task_for(server, ctx, params, "tasks/update")
-    if "inputResponses" not in params:
+    if not isinstance(params.get("inputResponses"), dict):
         raise InvalidParams("tasks/update needs inputResponses, an object mapping input request keys to results")
     task.update(params["inputResponses"])
     return {}

@@ -89,7 +89,10 @@ def is_classic(handler: Callable[..., Any]) -> bool:
     signature = _signature(handler)
     if signature is None:
         return True
-    rest = list(signature.parameters.values())[1:]
+    parameters = list(signature.parameters.values())
+    if parameters and parameters[0].kind is parameters[0].VAR_POSITIONAL:
+        return True  # (*args): takes (ctx, arguments) like any classic handler
+    rest = parameters[1:]
     if any(p.kind is p.VAR_POSITIONAL for p in rest) and all(p.kind in (p.VAR_POSITIONAL, p.VAR_KEYWORD) for p in rest):
         return True
     if len(rest) != 1 or rest[0].kind not in (rest[0].POSITIONAL_ONLY, rest[0].POSITIONAL_OR_KEYWORD):

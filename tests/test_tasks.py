@@ -409,3 +409,80 @@ def test_eof_cancels_running_tasks_and_exits_promptly() -> None:
 def test_run_as_task_is_a_no_op_for_a_tool_without_task_support() -> None:
     with edges() as server:
         assert call(server, "sync_only")["content"][0]["text"] == "task_id=None"
+
+
+# --- regressions from a hostile review ------------------------------------------------------------
+
+
+@pytest.mark.req("TASKS-CANCEL-STOPS-WORK")
+def test_a_cancelled_task_stays_cancelled_even_if_its_handler_swallows_the_cancel_and_asks() -> None:
+    with edges() as server:
+        server.send(modern_request(900, "subscriptions/listen", {"notifications": {}}, capabilities=TASKS))
+        task_id = call(server, "cancel_then_ask", {}, FORM_AND_TASKS)["taskId"]
+        result_of(request(server, "tasks/cancel", {"taskId": task_id}))
+        time.sleep(0.2)
+        assert get(server, task_id)["status"] == "cancelled"
+        result_of(update(server, task_id, {"keep": accept(v="yes")}))
+        time.sleep(0.2)
+        assert get(server, task_id)["status"] == "cancelled"
+
+
+@pytest.mark.req("TASKS-MRTR-BEFORE-TASK", "TASKS-KEYS-UNIQUE")
+def test_an_answer_given_before_the_call_became_a_task_is_never_asked_again() -> None:
+    with edges() as server:
+        first = call(server, "ask_a_wait_ask_b", {}, FORM_AND_TASKS)
+        assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["a"]
+        task = call(server, "ask_a_wait_ask_b", {}, FORM_AND_TASKS, inputResponses={"a": accept(v="A")}, requestState=first["requestState"])
+        assert task["resultType"] == "task"
+        assert list(wait_for(server, task["taskId"], "input_required")["inputRequests"]) == ["b"]
+        result_of(update(server, task["taskId"], {"b": accept(v="B")}))
+        done = wait_for(server, task["taskId"])
+        assert done["status"] == "completed" and json.loads(done["result"]["content"][0]["text"]) == {"a": {"v": "A"}, "b": {"v": "B"}}
+
+
+@pytest.mark.req("TASKS-FAILED-CARRIES-ERROR")
+def test_a_task_result_that_is_not_json_fails_the_task_and_tasks_get_keeps_working() -> None:
+    with edges() as server:
+        failed = wait_for(server, call(server, "unencodable")["taskId"])
+        assert failed["status"] == "failed" and failed["error"]["code"] == -32603 and "JSON" in failed["error"]["message"]
+
+
+@pytest.mark.req("TASKS-SHUTDOWN")
+def test_shutdown_does_not_wait_forever_for_a_task_that_swallows_its_cancellation() -> None:
+    with edges() as server:
+        call(server, "swallow_cancel")
+        server.send(modern_request(901, "subscriptions/listen", {"notifications": {}}, capabilities=TASKS))
+        server.read_until(lambda m: m.get("method") == "notifications/subscriptions/acknowledged")
+        started = time.monotonic()
+        server.close_stdin()
+        closing = server.read_until(lambda m: m.get("id") == 901, timeout=10)[-1]
+        assert "result" in closing  # the stream still gets its graceful response
+        server.assert_exit(0, timeout=10)
+        assert time.monotonic() - started < 8
+
+
+@pytest.mark.req("TASKS-NO-PROGRESS-IN-TASKS")
+def test_no_log_notification_follows_run_as_task() -> None:
+    with everything() as server:
+        meta_extra = {"io.modelcontextprotocol/logLevel": "debug"}
+        message = modern_request(902, "tools/call", {"name": "slow_compute", "arguments": {"seconds": 0.3}, "_meta": meta_extra}, capabilities=TASKS)
+        created = result_of(server.request(message))
+        assert created["resultType"] == "task"
+        wait_for(server, created["taskId"])
+        assert not [m for m in server.received if m.get("method") == "notifications/message"]
+
+
+def test_task_settings_refuse_values_the_wire_cannot_carry() -> None:
+    from mcp_ref import TaskSettings
+
+    for bad in ({"poll_interval_ms": 0.5}, {"poll_interval_ms": True}, {"ttl_seconds": float("inf")}, {"ttl_seconds": 0},
+                {"answer_within_seconds": -1}, {"max_running": 0}, {"max_running": 5, "max_stored": 4}):
+        with pytest.raises(ValueError):
+            TaskSettings(**bad)
+
+
+def test_tasks_update_with_null_input_responses_is_invalid_params() -> None:
+    with everything() as server:
+        task_id = call(server, "confirm_delete", {"filename": "c.txt"}, FORM_AND_TASKS)["taskId"]
+        wait_for(server, task_id, "input_required")
+        assert error_of(update(server, task_id, None))["code"] == -32602

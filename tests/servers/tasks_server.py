@@ -16,6 +16,10 @@ Tools (all ``task="optional"`` unless said otherwise)
     ``state_rounds``   as a task: round 1 keeps state, round 2 asks ``x``, round 3 returns both.
     ``progress``       as a task, reports progress 1..3 of 3 (a message only for the last), 0.1 s apart.
     ``sync_only``      ``task=None``: never a task.
+    ``cancel_then_ask`` as a task, waits; when cancelled, swallows it and asks ``keep``.
+    ``ask_a_wait_ask_b`` plain MRTR code: asks ``a``, works 0.3 s, asks ``b`` (becomes a task in between).
+    ``unencodable``    as a task, returns structured content holding NaN (not JSON).
+    ``swallow_cancel`` as a task, ignores every cancellation (shutdown must not wait for it forever).
 """
 
 from __future__ import annotations
@@ -26,7 +30,7 @@ import threading
 import time
 from typing import Any
 
-from mcp_ref import InputRequired, RequestContext, Server, TaskSettings, elicit_form, prompt_message, sample
+from mcp_ref import InputRequired, RequestContext, Server, TaskSettings, ToolResult, elicit_form, prompt_message, sample, text
 
 SECONDS = {"type": "object", "properties": {"seconds": {"type": "number"}}}
 FORM = elicit_form("Value?", {"type": "object", "properties": {"v": {"type": "string"}}})
@@ -100,6 +104,40 @@ async def progress(ctx: RequestContext, args: dict[str, Any]) -> str:
         ctx.report_progress(step, 3, "all done" if step == 3 else None)
         await asyncio.sleep(0.1)
     return "done"
+
+
+@server.tool(task="optional")
+async def cancel_then_ask(ctx: RequestContext, args: dict[str, Any]) -> str:
+    ctx.run_as_task()
+    try:
+        await asyncio.sleep(30)
+    except asyncio.CancelledError:
+        ctx.ask("keep", FORM)  # a handler that misbehaves: the task must stay cancelled
+    return "finished"
+
+
+@server.tool(task="optional")
+async def ask_a_wait_ask_b(ctx: RequestContext, args: dict[str, Any]) -> str:
+    a = ctx.ask("a", FORM)
+    await asyncio.sleep(0.3)
+    b = ctx.ask("b", FORM)
+    return json.dumps({"a": a.get("content"), "b": b.get("content")})
+
+
+@server.tool(task="optional")
+async def unencodable(ctx: RequestContext, args: dict[str, Any]) -> ToolResult:
+    ctx.run_as_task()
+    return ToolResult([text("x")], structured_content={"x": float("nan")})
+
+
+@server.tool(task="optional")
+async def swallow_cancel(ctx: RequestContext, args: dict[str, Any]) -> str:
+    ctx.run_as_task()
+    while True:
+        try:
+            await asyncio.sleep(30)
+        except asyncio.CancelledError:
+            pass
 
 
 @server.tool()
