@@ -14,6 +14,9 @@ an ordinary write blocks, and a server that logs from its event loop stops servi
   (``BACKLOG_BYTES``); writes that do not fit there either are dropped and counted, and the next
   write that gets through starts with one "N log messages dropped" line. fd 2 itself is never
   made non-blocking: its open file description is shared with the host (a terminal, say).
+  Where ``poll`` does not exist (Windows), a daemon writer thread does the blocking writes
+  instead: ``write`` only appends to the same bounded backlog (dropping and counting past it),
+  so the caller still never blocks.
 * ``StderrHandler`` is the ``logging`` handler writing through the sink. A record is cut to
   ``RECORD_MAX_CHARS`` (its head and its tail kept: the end of a traceback says most).
 * ``RepeatLimiter``, a filter on that handler, lets each call site of mcp_ref's own logging
@@ -59,21 +62,31 @@ _MAX_TRACKED_SITES = 4096
 
 
 class StderrSink:
-    """Non-blocking, thread-safe writes of whole lines to a file descriptor (fd 2 by default)."""
+    """Non-blocking, thread-safe writes of whole lines to a file descriptor (fd 2 by default).
 
-    def __init__(self, fd: int = 2) -> None:
+    ``threaded``: write through a daemon thread (the default where ``select.poll`` is missing).
+    """
+
+    def __init__(self, fd: int = 2, *, threaded: bool | None = None) -> None:
         self.fd = fd
         self.dropped = 0  # messages dropped since the last "dropped" notice got out
         self._backlog = bytearray()
         self._lock = threading.Lock()
         self._broken = False
         self._chunk: int | None = None
+        self._threaded = not hasattr(select, "poll") if threaded is None else threaded
+        self._changed = threading.Condition(self._lock)  # threaded: backlog filled, or written
+        self._writing = False  # threaded: the thread holds bytes taken from the backlog
+        self._writer: threading.Thread | None = None
 
     def write(self, data: bytes) -> None:
         """Write ``data`` (one or more whole lines) now if stderr takes it, keep it for later if
         the backlog has room, else drop it and count it. Never blocks."""
         with self._lock:
             if self._broken:
+                return
+            if self._threaded:
+                self._queue(data)
                 return
             if self._backlog:
                 self._write_backlog()
@@ -96,6 +109,15 @@ class StderrSink:
         stderr to take it. True when nothing is left."""
         deadline = time.monotonic() + timeout
         with self._lock:
+            if self._threaded:
+                if self.dropped and not self._broken:
+                    self._queue(b"")
+                while (self._backlog or self._writing) and not self._broken:
+                    remaining = deadline - time.monotonic()
+                    if remaining <= 0:
+                        break
+                    self._changed.wait(remaining)
+                return not (self._backlog or self._writing) or self._broken
             if self.dropped and not self._broken:
                 self._backlog += self._dropped_notice()
             while self._backlog and not self._broken:
@@ -111,6 +133,43 @@ class StderrSink:
     def _dropped_notice(self) -> bytes:
         count, self.dropped = self.dropped, 0
         return f"mcp_ref: {count} log message(s) dropped: stderr was full (is the host reading it?)\n".encode()
+
+    def _queue(self, data: bytes) -> None:
+        """Threaded: hand ``data`` to the writer thread through the bounded backlog."""
+        if self.dropped and len(self._backlog) + len(data) <= BACKLOG_BYTES // 2:
+            data = self._dropped_notice() + data
+        if len(self._backlog) + len(data) > BACKLOG_BYTES:
+            self.dropped += 1
+            return
+        self._backlog += data
+        if self._writer is None:
+            self._writer = threading.Thread(target=self._write_forever, name="mcp-ref-stderr", daemon=True)
+            self._writer.start()
+        self._changed.notify_all()
+
+    def _write_forever(self) -> None:
+        """Threaded: the writer thread. Blocking writes happen here, outside the lock."""
+        while True:
+            with self._lock:
+                while not self._backlog:
+                    self._changed.wait()
+                data, self._writing = bytes(self._backlog), True
+                self._backlog.clear()
+            try:
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(self.fd, view):]
+                broken = False
+            except OSError:
+                broken = True
+            with self._lock:
+                self._writing = False
+                if broken:
+                    self._broken = True
+                    self._backlog.clear()
+                self._changed.notify_all()
+                if broken:
+                    return
 
     def _write_backlog(self) -> None:
         written = self._write_now(memoryview(self._backlog))

@@ -13,6 +13,19 @@ Theory of operation
   with plain non-blocking ``os.read``/``os.writev`` (no asyncio transport, no thread), so stdin
   and stdout may even be one socket (inetd, systemd socket activation, ``socat``). Regular files
   and ``/dev/null`` cannot be polled and never block, so they are read and written directly.
+* **Where the loop cannot poll them: two threads.** Windows' default (Proactor) event loop has no
+  ``add_reader``, and Windows has no non-blocking pipes. There, and whenever
+  ``MCP_REF_STDIO=threads`` (or ``run(stdio_mode="threads")``) forces it, stdin is read by a
+  small thread doing blocking reads, one chunk each time the loop asks, and stdout is written by
+  another taking one batch of the queue at a time (:mod:`mcp_ref._stdio_threads`). The loop keeps
+  every budget, the queue and its accounting, so framing, backpressure (the reader thread is not
+  asked for more while input is held; bytes stay counted as queued until the writer thread
+  reports them written), bounded memory, cancellation and shutdown are the same code and the same
+  guarantees. ``MCP_REF_STDIO`` is ``auto`` (the default: poll when the loop can, else threads),
+  ``poll`` or ``threads``; the choice is logged once at debug level. On Windows stdin and stdout
+  are switched to binary mode (no CRLF translation) first. Signals: ``loop.add_signal_handler``
+  where the loop has it; otherwise (and in the thread mode) ``signal.signal`` for SIGINT, SIGTERM,
+  SIGHUP and SIGBREAK, whichever exist, handing over with ``call_soon_threadsafe``.
 * **Reading is pulled, and bounded by bytes.** Input goes into the ``WireReader`` as raw bytes;
   ``_pump`` turns it into events and hands them to the dispatcher only while the budgets allow:
   fewer than ``BACKLOG_HIGH_WATER`` requests waiting or running, less than
@@ -35,7 +48,7 @@ Theory of operation
   request read gets exactly one response unless the client cancelled it. Open subscriptions
   get their graceful-closure response. Output is flushed, but only until grace +
   ``flush_timeout_seconds``: a client that does not read cannot hold the process. A second
-  signal skips what is left of both at once. None of these steps uses a thread, so a busy
+  signal skips what is left of both at once. None of these steps waits on a thread, so a busy
   synchronous handler never stops the server from reading a cancellation.
 
 Cancel-safety: ``_Output.drain`` and ``_Output.close`` only stop *waiting* when cancelled (what
@@ -60,6 +73,7 @@ from collections import deque
 from typing import TYPE_CHECKING, Any, Callable
 
 from . import stderr
+from ._stdio_threads import ReaderThread, WriterThread
 from .dispatcher import Dispatcher
 from .errors import InternalError
 from .wire import (
@@ -106,6 +120,10 @@ SYNC_HANDLER_EXIT_WAIT_SECONDS = 1.0
 SHUTTING_DOWN = "the server is shutting down"
 # os.writev takes at most this many buffers at once.
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
+# The thread fallback hands its writer thread at most this much of the queue at once.
+WRITER_BATCH_BYTES = 1024 * 1024
+# How stdin and stdout are served (MCP_REF_STDIO, run(stdio_mode=...)); see the module docstring.
+STDIO_MODES = ("auto", "poll", "threads")
 
 
 def _is_pollable(fd: int) -> bool:
@@ -145,7 +163,8 @@ class _Output:
         self._on_lost = on_lost
         self._on_room = on_room  # the queue fell to the low-water mark: input may flow again
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._pollable = False
+        self._queued = False  # lines are queued (polled fd, or the writer thread); else written at once
+        self._writer: WriterThread | None = None  # the thread fallback's writer
         self._watching_fifo = False
         self._queue: deque[bytes | memoryview] = deque()
         self.buffered = 0  # bytes queued, not yet taken by the OS
@@ -161,10 +180,21 @@ class _Output:
         self._shedding = False
         self.shed = 0  # optional notifications dropped while the client was not reading
 
-    def open(self, loop: asyncio.AbstractEventLoop) -> None:
+    def open(self, loop: asyncio.AbstractEventLoop, *, threaded: bool = False) -> None:
         self._loop = loop
-        self._pollable = _is_pollable(self._fd)
-        if not self._pollable:
+        if threaded:
+            if stat.S_ISREG(os.fstat(self._fd).st_mode):
+                return  # plain os.write: a regular file takes writes without blocking
+            _make_blocking(self._fd)
+            # The thread owns its own duplicate (see _stdio_threads, "Each thread owns its descriptor").
+            self._writer = WriterThread(
+                os.dup(self._fd), loop, on_taken=self._taken, on_batch_done=self._batch_done, on_error=self._lose
+            )
+            self._writer.start()
+            self._queued = True
+            return
+        self._queued = _is_pollable(self._fd)
+        if not self._queued:
             return  # plain os.write: regular files and /dev/null take writes without blocking
         os.set_blocking(self._fd, False)
         if stat.S_ISFIFO(os.fstat(self._fd).st_mode):
@@ -187,7 +217,7 @@ class _Output:
         or, once stdout is lost or closed, not at all."""
         if self.lost or self._closed:
             return
-        if not self._pollable:
+        if not self._queued:
             self._write_blocking(line)
             return
         self._queue.append(line)
@@ -234,13 +264,13 @@ class _Output:
         Cancel-safe: if cancelled, the output is closed all the same (nothing more is written).
         """
         try:
-            if self._pollable and not self.lost:
+            if self._queued and not self.lost:
                 self._flush()
-                if self._queue and not self.expired:
+                if self._pending() and not self.expired:
                     assert self._loop is not None
                     self._flushed = self._loop.create_future()
                     await asyncio.shield(self._flushed)
-            if self._queue and not self.lost:
+            if self._pending() and not self.lost:
                 log.error(
                     "stdout: %d bytes of output were not taken by the client before the shutdown deadline (is it still reading?); dropped",
                     self.buffered,
@@ -258,9 +288,16 @@ class _Output:
         except OSError as exc:
             self._lose(exc)
 
+    def _pending(self) -> bool:
+        """Is output queued, or handed to the writer thread and not all written yet?"""
+        return bool(self._queue) or (self._writer is not None and self._writer.busy)
+
     def _flush(self) -> None:
         """Hand the OS as much of the queue as it takes now; watch for room if some is left."""
         self._flush_scheduled = False
+        if self._writer is not None:
+            self._hand_over()
+            return
         queue = self._queue
         while queue and not self.lost:
             batch = list(queue) if len(queue) <= _IOV_MAX else list(itertools.islice(queue, _IOV_MAX))
@@ -285,6 +322,11 @@ class _Output:
             if written < offered:
                 break  # the pipe is full
         self._watch_writable(bool(queue) and not self.lost)
+        self._progress()
+
+    def _progress(self) -> None:
+        """Output was taken: wake drain() waiters and paused input at the low-water mark, and
+        close() once everything is out."""
         if self.buffered <= WRITE_LOW_WATER:
             if self._shedding:
                 self._shedding = False
@@ -295,8 +337,41 @@ class _Output:
             if self._room_wanted:
                 self._room_wanted = False
                 self._on_room()
-        if not queue and self._flushed is not None and not self._flushed.done():
+        if not self._pending() and self._flushed is not None and not self._flushed.done():
             self._flushed.set_result(None)
+
+    # The thread fallback: the writer thread takes one batch of the queue at a time. Its bytes stay
+    # counted in ``buffered`` until it reports them written, so every budget sees the same numbers
+    # as on the polled path. ``_waiting_writable`` is true while a batch is out (no flush is
+    # scheduled then; the end of the batch hands over the next one).
+
+    def _hand_over(self) -> None:
+        writer = self._writer
+        assert writer is not None
+        if writer.busy or self.lost or self._closed or not self._queue:
+            self._progress()
+            return
+        batch: list[bytes | memoryview] = []
+        size = 0
+        while self._queue and size < WRITER_BATCH_BYTES:
+            line = self._queue.popleft()
+            batch.append(line)
+            size += len(line)
+        self._waiting_writable = True
+        writer.submit(batch)
+
+    def _taken(self, written: int) -> None:
+        if self.lost or self._closed:
+            return
+        self.buffered -= written
+        self._progress()
+
+    def _batch_done(self) -> None:
+        if self.lost or self._closed or self._writer is None:
+            return
+        self._writer.busy = False
+        self._waiting_writable = False
+        self._hand_over()
 
     def _watch_writable(self, wanted: bool) -> None:
         assert self._loop is not None
@@ -332,6 +407,10 @@ class _Output:
                 future.set_result(None)
 
     def _stop_watching(self) -> None:
+        if self._writer is not None:
+            self._writer.stop()  # after its current write, if any; it then closes its descriptor
+            self._waiting_writable = False
+            return
         if self._loop is None or self._loop.is_closed():
             return
         self._watch_writable(False)
@@ -364,7 +443,10 @@ class StdioSession:
         max_concurrency: int = DEFAULT_MAX_CONCURRENCY,
         max_in_flight_bytes: int = DEFAULT_MAX_IN_FLIGHT_BYTES,
         flush_timeout_seconds: float = DEFAULT_FLUSH_TIMEOUT_SECONDS,
+        stdio_mode: str = "auto",
     ) -> None:
+        if stdio_mode not in STDIO_MODES:
+            raise ValueError(f"stdio_mode must be one of {', '.join(STDIO_MODES)}, not {stdio_mode!r}")
         for name, value in (("max_line_bytes", max_line_bytes), ("max_concurrency", max_concurrency), ("max_in_flight_bytes", max_in_flight_bytes)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
@@ -388,6 +470,9 @@ class StdioSession:
         self._holding = False  # input waits because a budget is full
         self._retry: asyncio.TimerHandle | None = None
         self._file_reader: asyncio.Task[None] | None = None
+        self.stdio_mode = stdio_mode  # "poll" or "threads" once serve() has chosen
+        self._reader_thread: ReaderThread | None = None  # the thread fallback's reader
+        self._thread_reading = False  # a chunk was asked of the reader thread and has not arrived
         self.hard_stopped = False  # a second signal, or stdout lost: no waiting for anything
 
     # --- input ------------------------------------------------------------------------------------
@@ -407,6 +492,16 @@ class StdioSession:
             self._done.set()
 
     def _start_reading(self) -> None:
+        if self.stdio_mode == "threads":
+            assert self._loop is not None
+            if stat.S_ISREG(os.fstat(self._in_fd).st_mode):
+                self._file_reader = self._loop.create_task(self._read_file())
+                return
+            _make_blocking(self._in_fd)
+            self._reader_thread = ReaderThread(os.dup(self._in_fd), self._loop, self._on_thread_data, chunk=READ_CHUNK_BYTES)
+            self._reader_thread.start()
+            self._update_reading()
+            return
         self._in_pollable = _is_pollable(self._in_fd)
         if self._in_pollable:
             os.set_blocking(self._in_fd, False)
@@ -422,6 +517,15 @@ class StdioSession:
         return not self._holding or self._reader.buffered_bytes < HELD_INPUT_BYTES
 
     def _update_reading(self) -> None:
+        if self._reader_thread is not None:
+            if not self._read_more or self._reader.at_eof:
+                self._reader_thread.stop()
+            elif not self._thread_reading and self._may_read():
+                # One chunk at a time: the next is asked for only after this one is fed and
+                # only while the budgets allow, so a paused transport leaves the pipe unread.
+                self._thread_reading = True
+                self._reader_thread.request()
+            return
         if not self._in_pollable or self._loop is None:
             return
         wanted = self._may_read()
@@ -439,6 +543,19 @@ class StdioSession:
             return
         except OSError as exc:  # EIO from a hung-up terminal, ECONNRESET from a socket
             log.warning("reading stdin failed (%s): taking it as the end of input", _describe(exc))
+            data = b""
+        if data:
+            self.feed(data)
+        else:
+            self.feed_eof()
+
+    def _on_thread_data(self, data: bytes | OSError) -> None:
+        """A chunk from the reader thread (``b""`` at EOF, or the error that ended reading)."""
+        self._thread_reading = False
+        if not self._read_more:
+            return  # shutdown began meanwhile: input is no longer read
+        if isinstance(data, OSError):
+            log.warning("reading stdin failed (%s): taking it as the end of input", _describe(data))
             data = b""
         if data:
             self.feed(data)
@@ -572,7 +689,9 @@ class StdioSession:
         """
         self._loop = asyncio.get_running_loop()
         self._done = asyncio.Event()
-        self._output.open(self._loop)
+        if self.stdio_mode == "auto":
+            self.stdio_mode = choose_stdio_mode(self._loop, self._in_fd, "auto")
+        self._output.open(self._loop, threaded=self.stdio_mode == "threads")
         self._dispatcher = Dispatcher(self.server, self._output, max_concurrency=self._max_concurrency)
         # A requestState the client could not send back within the line limit is never issued.
         self.server.sealer.max_line_bytes = self._reader.max_line_bytes
@@ -669,6 +788,8 @@ def _release_stdout(protocol_fd: int, saved_stdout: Any, server: Server) -> None
 
 def _restore_blocking(*fds: int) -> None:
     # The fds are shared with whoever started us; we made them non-blocking.
+    if not hasattr(os, "set_blocking"):
+        return  # Windows before Python 3.12: nothing was made non-blocking
     for fd in fds:
         try:
             os.set_blocking(fd, True)
@@ -676,25 +797,113 @@ def _restore_blocking(*fds: int) -> None:
             pass
 
 
-SIGNALS = (signal.SIGTERM, signal.SIGINT, signal.SIGHUP)
+def _make_blocking(fd: int) -> None:
+    """The thread fallback does blocking I/O: undo a non-blocking flag inherited with the fd."""
+    try:
+        if hasattr(os, "get_blocking") and not os.get_blocking(fd):
+            os.set_blocking(fd, True)
+    except OSError:
+        pass
+
+
+def _set_binary_mode(*fds: int) -> None:
+    """Windows: no CRLF translation on the protocol's descriptors (POSIX has no text mode)."""
+    if sys.platform != "win32":
+        return
+    import msvcrt
+
+    for fd in fds:
+        msvcrt.setmode(fd, os.O_BINARY)
+
+
+def choose_stdio_mode(loop: asyncio.AbstractEventLoop, in_fd: int, requested: str) -> str:
+    """``"poll"`` or ``"threads"`` (see the module docstring); logged once, at debug level.
+
+    By capability: the loop must be able to wait on descriptors (a Proactor loop raises
+    ``NotImplementedError`` for ``remove_reader``, which is otherwise harmless for an fd it does
+    not watch), and the platform must have non-blocking pipes (Windows has none).
+    """
+    reason = ""
+    if requested == "threads":
+        reason = "forced (MCP_REF_STDIO=threads or stdio_mode='threads')"
+    elif sys.platform == "win32":
+        reason = "Windows has no non-blocking pipes"
+    else:
+        try:
+            loop.remove_reader(in_fd)
+        except NotImplementedError:
+            reason = f"{type(loop).__name__} cannot wait on file descriptors"
+    if not reason:
+        log.debug("stdio: the event loop polls stdin and stdout")
+        return "poll"
+    if requested == "poll":
+        log.warning("stdio: MCP_REF_STDIO=poll is impossible here (%s); using reader and writer threads", reason)
+    else:
+        log.debug("stdio: reader and writer threads: %s", reason)
+    return "threads"
+
+
+SIGNALS = tuple(getattr(signal, name) for name in ("SIGTERM", "SIGINT", "SIGHUP", "SIGBREAK") if hasattr(signal, name))
+
+
+def _install_signal_handlers(loop: asyncio.AbstractEventLoop, stop: Callable[[], None], *, portable: bool) -> Callable[[], None]:
+    """Call ``stop`` on the loop for each of ``SIGNALS``; returns what undoes it.
+
+    ``loop.add_signal_handler`` where the loop offers it (and not ``portable``); otherwise
+    ``signal.signal`` with a handler that hands over through ``call_soon_threadsafe`` (it runs in
+    the main thread between bytecodes, which the loop's own wakeup fd makes prompt).
+    """
+    undo: list[Callable[[], None]] = []
+
+    def relay(_signum: int, _frame: Any) -> None:
+        try:
+            loop.call_soon_threadsafe(stop)
+        except RuntimeError:
+            pass  # the loop is closed: the session is over
+
+    for signum in SIGNALS:
+        if not portable:
+            try:
+                loop.add_signal_handler(signum, stop)
+            except NotImplementedError:
+                pass
+            else:
+                undo.append(lambda signum=signum: loop.remove_signal_handler(signum))
+                continue
+        try:
+            previous = signal.signal(signum, relay)
+        except (ValueError, OSError) as exc:  # not the main thread, or not settable here
+            log.debug("stdio: cannot handle signal %s (%s)", signum, exc)
+            continue
+        undo.append(lambda signum=signum, previous=previous: signal.signal(signum, previous))
+
+    def uninstall() -> None:
+        for step in reversed(undo):
+            step()
+
+    return uninstall
 
 
 async def _serve_stdio(server: Server, options: dict[str, Any]) -> StdioSession:
     if os.isatty(0):
         # A person at a terminal, not a host: say what this process expects (stderr only).
         sys.stderr.write("MCP server on stdio: send one JSON-RPC message per line; Ctrl-D ends the session.\n")
+    _set_binary_mode(0, 1)
     protocol_fd, saved_stdout = _claim_stdout()
     in_fd = os.dup(0)
     loop = asyncio.get_running_loop()
     try:
-        session = StdioSession(server, in_fd, protocol_fd, **options)
-        for signum in SIGNALS:
-            loop.add_signal_handler(signum, session.stop)
+        options = dict(options)
+        requested = options.pop("stdio_mode", "auto")
+        if requested not in STDIO_MODES:
+            raise ValueError(f"stdio_mode must be one of {', '.join(STDIO_MODES)}, not {requested!r}")
+        mode = choose_stdio_mode(loop, in_fd, requested)
+        session = StdioSession(server, in_fd, protocol_fd, stdio_mode=mode, **options)
+        uninstall = _install_signal_handlers(loop, session.stop, portable=mode == "threads")
         try:
             await session.serve()
         finally:
-            for signum in SIGNALS:
-                loop.remove_signal_handler(signum)
+            uninstall()
     finally:
         _restore_blocking(in_fd, protocol_fd)
         os.close(in_fd)
@@ -703,7 +912,9 @@ async def _serve_stdio(server: Server, options: dict[str, Any]) -> StdioSession:
 
 
 async def serve_stdio(server: Server, **options: Any) -> None:
-    """Serve ``server`` on this process's stdin/stdout until EOF, SIGTERM, SIGINT or SIGHUP."""
+    """Serve ``server`` on this process's stdin/stdout until EOF, SIGTERM, SIGINT or SIGHUP
+    (SIGBREAK on Windows). ``stdio_mode`` (``auto``, ``poll``, ``threads``) picks how the descriptors
+    are served; see the module docstring."""
     await _serve_stdio(server, options)
 
 
@@ -740,6 +951,12 @@ def options_from_environment(environ: dict[str, str] | None = None) -> dict[str,
     """
     environ = os.environ if environ is None else environ
     options: dict[str, Any] = {}
+    if "MCP_REF_STDIO" in environ:
+        mode = environ["MCP_REF_STDIO"].strip().lower()
+        if mode in STDIO_MODES:
+            options["stdio_mode"] = mode
+        else:
+            log.error("ignoring MCP_REF_STDIO=%r: choose %s", environ["MCP_REF_STDIO"], ", ".join(STDIO_MODES))
     for variable, (name, kind) in ENVIRONMENT_OPTIONS.items():
         if variable in environ:
             try:
@@ -755,13 +972,42 @@ def options_from_environment(environ: dict[str, str] | None = None) -> dict[str,
     return options
 
 
+# At exit, how long tasks still alive after serving ended (a handler that swallowed its
+# cancellation) get to unwind before the process leaves without them.
+STRAY_TASK_EXIT_WAIT_SECONDS = 1.0
+
+
+def _stop_stray_tasks(loop: asyncio.AbstractEventLoop) -> int:
+    """Cancel what is left on the loop and wait a moment; returns how many would not end."""
+    pending = [task for task in asyncio.all_tasks(loop) if not task.done()]
+    for task in pending:
+        task.cancel()
+    if pending:
+        loop.run_until_complete(asyncio.wait(pending, timeout=STRAY_TASK_EXIT_WAIT_SECONDS))
+    return sum(1 for task in pending if not task.done())
+
+
 def run_stdio(server: Server, **options: Any) -> int:
     """Blocking entry point for console scripts: configure stderr logging, serve, return 0.
 
     Explicit ``options`` win over ``MCP_REF_*`` environment variables.
     """
     configure_logging()
-    session = asyncio.run(_serve_stdio(server, {**options_from_environment(), **options}))
+    loop = asyncio.new_event_loop()
+    asyncio.set_event_loop(loop)
+    try:
+        session = loop.run_until_complete(_serve_stdio(server, {**options_from_environment(), **options}))
+        stray = _stop_stray_tasks(loop)
+        loop.run_until_complete(loop.shutdown_asyncgens())
+    finally:
+        asyncio.set_event_loop(None)
+        loop.close()
+    if stray:
+        # A handler swallowed its cancellation (asyncio.run would wait for it forever). Everything
+        # the client can see is flushed already, so leave now.
+        log.warning("exiting with %d handler task(s) that ignored their cancellation", stray)
+        logging.shutdown()
+        os._exit(0)
     # Cancelled synchronous handlers see ctx.cancelled and usually stop within moments (not
     # waited for after a second signal or a closed stdout: nothing waits then).
     deadline = time.monotonic() + (0.0 if session.hard_stopped else SYNC_HANDLER_EXIT_WAIT_SECONDS)

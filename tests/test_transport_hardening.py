@@ -9,6 +9,7 @@ server should hold. Memory is measured from outside, in ``/proc/<pid>/status``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -498,3 +499,32 @@ def test_a_shutdown_grace_that_is_not_a_finite_number_of_seconds_is_logged_and_i
     assert [result_text(m) for m in server.read_until_eof() if is_response(m)] == ["finished 3 steps"]
     server.assert_exit(0)
     assert f"ignoring MCP_REF_SHUTDOWN_GRACE_SECONDS={value!r}" in server.stderr_text()
+
+
+def test_the_threaded_stderr_sink_never_blocks_and_counts_what_it_drops() -> None:
+    # Where select.poll is missing (Windows) a writer thread does the blocking writes.
+    from mcp_ref import stderr as stderr_module
+
+    read_end, write_end = os.pipe()
+    try:
+        sink = stderr_module.StderrSink(write_end, threaded=True)
+        started = time.monotonic()
+        for index in range(100_000):  # far more than the pipe plus the backlog hold, nobody reading
+            sink.write(b"line %05d\n" % index)
+        assert time.monotonic() - started < 5
+        received = bytearray()
+        os.set_blocking(read_end, False)
+        deadline = time.monotonic() + 5
+        while not sink.flush(0.05) and time.monotonic() < deadline:
+            with contextlib.suppress(BlockingIOError):
+                received += os.read(read_end, 1 << 20)
+        with contextlib.suppress(BlockingIOError):
+            received += os.read(read_end, 1 << 20)
+        lines = bytes(received).splitlines()
+        assert lines[0] == b"line 00000" and all(line.startswith(b"line ") or b"dropped" in line for line in lines)
+        assert len(lines) < 100_000 and b"log message(s) dropped: stderr was full" in received
+        sink.write(b"after\n")
+        assert sink.flush(2) and os.read(read_end, 1 << 20) == b"after\n"
+    finally:
+        os.close(read_end)
+        os.close(write_end)
