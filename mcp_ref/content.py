@@ -27,18 +27,48 @@ def text(value: str, *, annotations: dict[str, Any] | None = None) -> Content:
     return with_optional({"type": "text", "text": value}, annotations=annotations)
 
 
+class _Encoded(dict):  # type: ignore[type-arg]
+    """A block or resource contents built by the helpers below. It remembers the base64 text it
+    encoded (``encoded``, also as the ASCII bytes ``b64encode`` made, ``encoded_ascii``): as long
+    as that very string is still in place, checking the block need not scan megabytes of base64
+    again, and ``wire.encode_message`` can put the bytes on the line without escaping or copying
+    them first."""
+
+    __slots__ = ("encoded", "encoded_ascii")
+
+
+def _encoded(field: str, data: bytes, **items: Any) -> Content:
+    """A dict of ``items`` with ``data`` base64-encoded into ``field``, marked as encoded here."""
+    block = _Encoded(items)
+    block.encoded_ascii = base64.b64encode(data)
+    block[field] = block.encoded = block.encoded_ascii.decode("ascii")
+    return block
+
+
+def encoded_base64(item: Any) -> tuple[str, bytes] | None:
+    """``(field, its base64 text as ASCII bytes)`` when a helper of this module encoded ``item``'s
+    ``data`` or ``blob`` and that very text is still in place; else None (built by hand, or changed)."""
+    encoded = getattr(item, "encoded", None)
+    if encoded is None:
+        return None
+    for field in ("data", "blob"):
+        if item.get(field) is encoded:
+            return field, item.encoded_ascii
+    return None
+
+
 def image(data: bytes, mime_type: str, *, annotations: dict[str, Any] | None = None) -> Content:
     """An ``image`` content block from raw image bytes."""
-    return with_optional(
-        {"type": "image", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime_type}, annotations=annotations
-    )
+    block = _encoded("data", data, type="image")
+    block["mimeType"] = mime_type
+    return with_optional(block, annotations=annotations)
 
 
 def audio(data: bytes, mime_type: str, *, annotations: dict[str, Any] | None = None) -> Content:
     """An ``audio`` content block from raw audio bytes."""
-    return with_optional(
-        {"type": "audio", "data": base64.b64encode(data).decode("ascii"), "mimeType": mime_type}, annotations=annotations
-    )
+    block = _encoded("data", data, type="audio")
+    block["mimeType"] = mime_type
+    return with_optional(block, annotations=annotations)
 
 
 def text_resource(uri: str, value: str, mime_type: str | None = "text/plain", **extra: Any) -> Content:
@@ -48,7 +78,7 @@ def text_resource(uri: str, value: str, mime_type: str | None = "text/plain", **
 
 def blob_resource(uri: str, data: bytes, mime_type: str | None = "application/octet-stream", **extra: Any) -> Content:
     """Binary resource contents (``BlobResourceContents``), base64-encoded."""
-    return with_optional({"uri": uri, "blob": base64.b64encode(data).decode("ascii")}, mimeType=mime_type, **extra)
+    return with_optional(_encoded("blob", data, uri=uri), mimeType=mime_type, **extra)
 
 
 def embedded_resource(contents: Content, *, annotations: dict[str, Any] | None = None) -> Content:
@@ -86,6 +116,8 @@ def content_problem(block: Any) -> str | None:
     if kind == "text":
         return None if isinstance(block.get("text"), str) else "text content needs a text string"
     if kind in ("image", "audio"):
+        if encoded_base64(block) is not None:  # encoded by image()/audio(): base64 by construction
+            return _mime_problem(block.get("mimeType"), kind)
         return _base64_problem(block.get("data"), f"{kind} data") or _mime_problem(block.get("mimeType"), kind)
     if kind == "resource_link":
         return None if isinstance(block.get("uri"), str) and isinstance(block.get("name"), str) else "resource_link needs uri and name"
@@ -104,6 +136,8 @@ def resource_contents_problem(contents: Any) -> str | None:
         return problem
     if "text" in contents:
         return None if isinstance(contents["text"], str) else "resource text must be a string"
+    if encoded_base64(contents) is not None:  # encoded by blob_resource(): base64 by construction
+        return None
     return _base64_problem(contents["blob"], "resource blob")
 
 

@@ -10,6 +10,13 @@ service.
 
 ``jsonschema`` is imported lazily (on first validation): it costs ~70 ms of start-up, and a
 server answering ``server/discover`` does not need it.
+
+Most tool schemas use a handful of keywords (``type``, ``properties``, ``required``,
+``additionalProperties: false``, ``items``, bounds, string ``enum``s). For a 2020-12 schema made
+only of those, ``compile_schema`` builds a plain-Python test (``_simple_check``) that gives the
+same yes/no as the full validator at a fraction of the cost (a 200-entry listing: ~0.1 ms
+instead of ~5 ms), and ``jsonschema`` is imported only when an instance fails it, to word the
+errors. Any other keyword, or another dialect, goes to ``jsonschema`` from the start.
 """
 
 from __future__ import annotations
@@ -94,10 +101,27 @@ def compile_schema(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
     Raises ``SchemaError`` when the schema itself is invalid, too large, or refers to something
     outside itself.
     """
+    check_bounds(schema)
+    passes = _simple_check(schema, root=True) if dialect_of(schema) == DEFAULT_DIALECT else None
+    if passes is None:
+        return _compile_full(schema)
+    worded: list[Callable[[Any], list[str]]] = []
+
+    def errors_of(instance: Any) -> list[str]:
+        if passes(instance):
+            return []
+        if not worded:  # jsonschema says what is wrong, in its usual words
+            worded.append(_compile_full(schema))
+        return worded[0](instance)
+
+    return errors_of
+
+
+def _compile_full(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
+    """``compile_schema`` through ``jsonschema``: every dialect and keyword, errors in words."""
     import jsonschema
     from referencing.exceptions import Unresolvable
 
-    check_bounds(schema)
     validator_class = getattr(jsonschema, dialect_of(schema))
     try:
         validator_class.check_schema(schema)
@@ -115,6 +139,133 @@ def compile_schema(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
         return [_describe(error) for error in found]
 
     return errors_of
+
+
+# --- the fast path for simple schemas --------------------------------------------------------------
+
+_MISSING = object()
+
+
+def _is_number(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+# JSON Schema 2020-12 types as jsonschema's Draft202012 type checker defines them: a bool is not a
+# number, and 1.0 is an integer.
+_TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
+    "object": lambda value: isinstance(value, dict),
+    "array": lambda value: isinstance(value, list),
+    "string": lambda value: isinstance(value, str),
+    "boolean": lambda value: isinstance(value, bool),
+    "null": lambda value: value is None,
+    "number": _is_number,
+    "integer": lambda value: (isinstance(value, int) and not isinstance(value, bool))
+    or (isinstance(value, float) and value.is_integer()),
+}
+
+# Annotations: they never fail an instance; their value must still be valid for the meta-schema.
+_ANNOTATIONS: dict[str, Callable[[Any], bool]] = {
+    "title": lambda value: isinstance(value, str),
+    "description": lambda value: isinstance(value, str),
+    "$comment": lambda value: isinstance(value, str),
+    "default": lambda value: True,
+    "examples": lambda value: isinstance(value, list),
+    "deprecated": lambda value: isinstance(value, bool),
+    "readOnly": lambda value: isinstance(value, bool),
+    "writeOnly": lambda value: isinstance(value, bool),
+}
+
+
+def _simple_check(schema: Any, *, root: bool = False) -> Callable[[Any], bool] | None:
+    """A plain-Python test of whether an instance is valid against ``schema`` (JSON Schema 2020-12),
+    or None when the schema uses anything beyond the common keywords handled here.
+
+    Only schemas that are valid for the 2020-12 meta-schema get a test, so refusing invalid
+    schemas stays ``jsonschema``'s job. Each keyword's test ignores instances of the types it does
+    not apply to, as the specification says (``required`` applies to objects only, and so on).
+    """
+    if not isinstance(schema, dict):
+        return None
+    checks: list[Callable[[Any], bool]] = []
+    properties = schema.get("properties", {})
+    for key, value in schema.items():
+        if key in _ANNOTATIONS:
+            if not _ANNOTATIONS[key](value):
+                return None
+        elif key.startswith("x-") or (root and key == "$schema"):
+            continue  # an extension annotation (e.g. x-mcp-header); the dialect (checked already)
+        elif key == "type":
+            if not isinstance(value, str) or value not in _TYPE_TESTS:
+                return None
+            checks.append(_TYPE_TESTS[value])
+        elif key == "properties":
+            if not isinstance(value, dict):
+                return None
+            tests = [(name, _simple_check(child)) for name, child in value.items()]
+            if any(test is None for _name, test in tests):
+                return None
+            checks.append(_properties_check(tests))  # type: ignore[arg-type]
+        elif key == "required":
+            if not isinstance(value, list) or not all(isinstance(name, str) for name in value) or len(set(value)) != len(value):
+                return None
+            names = frozenset(value)
+            checks.append(lambda instance, names=names: not isinstance(instance, dict) or instance.keys() >= names)
+        elif key == "additionalProperties":
+            if value is True:
+                continue
+            if value is not False or not isinstance(properties, dict):
+                return None
+            allowed = frozenset(properties)
+            checks.append(lambda instance, allowed=allowed: not isinstance(instance, dict) or instance.keys() <= allowed)
+        elif key == "items":
+            test = _simple_check(value)
+            if test is None:
+                return None
+            checks.append(lambda instance, test=test: not isinstance(instance, list) or all(map(test, instance)))
+        elif key in ("minItems", "maxItems"):
+            if not isinstance(value, int) or isinstance(value, bool) or value < 0:
+                return None
+            if key == "minItems":
+                checks.append(lambda instance, n=value: not isinstance(instance, list) or len(instance) >= n)
+            else:
+                checks.append(lambda instance, n=value: not isinstance(instance, list) or len(instance) <= n)
+        elif key in ("minimum", "maximum"):
+            if not _is_number(value):
+                return None
+            if key == "minimum":
+                checks.append(lambda instance, bound=value: not _is_number(instance) or instance >= bound)
+            else:
+                checks.append(lambda instance, bound=value: not _is_number(instance) or instance <= bound)
+        elif key == "enum":
+            # Strings only: Python's == would take True for 1 and 1.0 for 1, JSON Schema does not.
+            if not isinstance(value, list) or not value or not all(isinstance(item, str) for item in value):
+                return None
+            members = frozenset(value)
+            checks.append(lambda instance, members=members: isinstance(instance, str) and instance in members)
+        else:
+            return None  # $ref, anyOf, pattern, format, ...: jsonschema's job
+    if len(checks) == 1:
+        return checks[0]
+
+    def passes(instance: Any) -> bool:
+        for check in checks:
+            if not check(instance):
+                return False
+        return True
+
+    return passes
+
+
+def _properties_check(tests: list[tuple[str, Callable[[Any], bool]]]) -> Callable[[Any], bool]:
+    def properties(instance: Any) -> bool:
+        if isinstance(instance, dict):
+            for name, test in tests:
+                value = instance.get(name, _MISSING)
+                if value is not _MISSING and not test(value):
+                    return False
+        return True
+
+    return properties
 
 
 def _check_references(schema: dict[str, Any], registry: Any, unresolvable: type[Exception]) -> None:

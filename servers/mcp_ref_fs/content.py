@@ -74,7 +74,10 @@ class EditError(ValueError):
 # backspace (man pages) and escape (ANSI colours in logs). Every other C0 control and DEL counts
 # against the sample.
 _TEXT_CONTROLS = "\t\n\r\f\b\x1b"
-_DROP_CONTROLS = {c: None for c in [*range(0x20), 0x7F] if chr(c) not in _TEXT_CONTROLS}
+# The others as bytes: in UTF-8 they are single bytes that occur inside no multi-byte sequence,
+# so they can be counted in the raw sample (bytes.translate, in C) rather than in decoded text.
+_CONTROL_BYTES = bytes(c for c in [*range(0x20), 0x7F] if chr(c) not in _TEXT_CONTROLS)
+_utf8_decoder = codecs.getincrementaldecoder("utf-8")
 # More than one control character in ten: no editor wrote this.
 _MAX_CONTROL_RATIO = 0.10
 
@@ -96,15 +99,18 @@ def looks_binary(sample: bytes) -> bool:
     """
     if b"\0" in sample:
         return True
-    # An incremental decoder with final=False keeps an incomplete sequence at the end pending
-    # instead of failing on it; anything invalid before that still raises.
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="strict")
-    try:
-        text = decoder.decode(split_bom(sample)[1], final=False)
-    except UnicodeDecodeError:
-        return True
-    controls = len(text) - len(text.translate(_DROP_CONTROLS))
-    return controls > len(text) * _MAX_CONTROL_RATIO
+    body = split_bom(sample)[1]
+    if body.isascii():
+        characters = len(body)
+    else:
+        # An incremental decoder with final=False keeps an incomplete sequence at the end pending
+        # instead of failing on it; anything invalid before that still raises.
+        try:
+            characters = len(_utf8_decoder(errors="strict").decode(body, final=False))
+        except UnicodeDecodeError:
+            return True
+    controls = len(body) - len(body.translate(None, _CONTROL_BYTES))
+    return controls > characters * _MAX_CONTROL_RATIO
 
 
 def decode_text(data: bytes) -> str:

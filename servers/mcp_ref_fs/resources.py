@@ -155,7 +155,7 @@ class FsResources:
             if stat.S_ISDIR(info.st_mode):
                 limit = self.config.max_entries
                 _location, entries, total = await off_loop(
-                    lambda stop: self.sandbox.list_directory_page(path, limit=limit))
+                    lambda stop: self.sandbox.list_directory_page(path, limit=limit, sizes=False))
                 listing = "".join(f"{content.LISTING_TAGS[e.kind]} {e.label}\n" for e in entries)
                 if total > limit:  # said, as the listing tools say it, never cut silently
                     listing += f"[Truncated: showing {len(entries)} of {total} entries (--max-entries).]\n"

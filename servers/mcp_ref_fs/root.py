@@ -35,7 +35,8 @@ Policies (documented in docs and tested):
   error or cancellation the temporary file is removed.
 * A regular file with more than one hard link is never written: an atomic replace would split
   the link silently, and the other name may lie outside the roots. Reading it is allowed.
-* Moves never overwrite (``renameat2(RENAME_NOREPLACE)``, race-free), and a root itself can be
+* Moves never overwrite (``renameat2(RENAME_NOREPLACE)``, ``renameatx_np(RENAME_EXCL)`` on
+  macOS, else ``link`` + ``unlink`` for files: all race-free), and a root itself can be
   neither moved nor deleted.
 * Walks (trees, searches, resource listings) do not descend into linked directories, so link
   loops cannot make them run forever.
@@ -47,13 +48,16 @@ from __future__ import annotations
 
 import errno
 import functools
+import itertools
+import operator
 import os
 import posixpath
 import re
 import secrets
 import stat
+import sys
 from dataclasses import dataclass
-from typing import Callable, Iterator, Sequence
+from typing import Callable, Iterator, NamedTuple, Sequence
 
 from ._confine_walk import MAX_LINK_HOPS, WalkMechanism, reopen
 
@@ -103,6 +107,10 @@ class Refused(FsError):
     """A policy refuses the operation (hard-linked file, moving a root, ...)."""
 
 
+class ManyEntries(Exception):
+    """A directory holds more entries than the caller's ``most`` (``Sandbox.list_directory_page``)."""
+
+
 class _Escape(Exception):
     """A link leaves its root (internal: becomes ``AccessDenied`` naming the client's path)."""
 
@@ -147,9 +155,9 @@ class Location:
         return Location(self.root, self.parts + (name,))
 
 
-@dataclass(frozen=True)
-class Entry:
-    """One directory entry as listings show it. ``kind``: file, directory, symlink or other."""
+class Entry(NamedTuple):
+    """One directory entry as listings show it. ``kind``: file, directory, symlink or other.
+    (A named tuple: walks make one per entry, at well under half the cost of a frozen dataclass.)"""
 
     name: str
     kind: str
@@ -187,11 +195,14 @@ def _identity(info: os.stat_result) -> tuple[int, int, str, int]:
 def _entry_kind(item: os.DirEntry[str]) -> str:
     """The kind of a directory entry from the listing's own type field (no ``stat`` where the
     file system fills it in; links are never followed)."""
-    if item.is_symlink():
-        return "symlink"
+    if item.is_file(follow_symlinks=False):  # the common case first: one call for a file
+        return "file"
     if item.is_dir(follow_symlinks=False):
         return "directory"
-    return "file" if item.is_file(follow_symlinks=False) else "other"
+    return "symlink" if item.is_symlink() else "other"
+
+
+_name_of = operator.attrgetter("name")  # the sort key of directory entries (in C: no Python call per entry)
 
 
 def _kind(mode: int) -> str:
@@ -224,11 +235,18 @@ def _normalize(path: str) -> str:
 
 
 def choose_mechanism(name: str | None = None) -> WalkMechanism:
-    """``openat2`` when the kernel has it, else the walk. ``name`` forces one (tests, and
-    ``MCP_REF_FS_CONFINE=walk`` for a system whose ``openat2`` misbehaves)."""
+    """``openat2`` when the kernel has it, else the walk; on Windows, the handle checks of
+    :mod:`._confine_windows`. ``name`` forces one (tests, and ``MCP_REF_FS_CONFINE=walk`` for a
+    system whose ``openat2`` misbehaves)."""
     name = name or os.environ.get("MCP_REF_FS_CONFINE") or "auto"
-    if name not in ("auto", "openat2", "walk"):
-        raise ValueError(f"unknown confinement mechanism {name!r} (auto, openat2 or walk)")
+    if name not in ("auto", "openat2", "walk", "windows"):
+        raise ValueError(f"unknown confinement mechanism {name!r} (auto, openat2, walk or windows)")
+    if name == "windows" or (name == "auto" and sys.platform == "win32"):
+        from . import _confine_windows
+
+        if not _confine_windows.available():
+            raise ValueError("the windows mechanism is available on Windows only")
+        return _confine_windows.WindowsMechanism()  # type: ignore[return-value]
     if name in ("auto", "openat2"):
         from . import _confine_openat2
 
@@ -469,45 +487,60 @@ class Sandbox:
         location, entries, _total = self.list_directory_page(path)
         return location, entries
 
-    def list_directory_page(self, path: str, *, limit: int | None = None,
-                            largest_first: bool = False) -> tuple[Location, list[Entry], int]:
+    def list_directory_page(self, path: str, *, limit: int | None = None, largest_first: bool = False,
+                            sizes: bool = True, most: int | None = None) -> tuple[Location, list[Entry], int]:
         """The first ``limit`` entries of a directory and how many there are in all.
 
         Sorted by name, or with ``largest_first`` files by size (largest first) then the rest by
         name. A link is shown as what it points to when that is inside the root, else as
         ``symlink`` (its target is never examined). Sorted by name, links are resolved only for
         the entries shown, and a huge directory costs one name per entry until the page is chosen.
+        Without ``sizes`` (name order only), entries carry size and time 0 and their kind comes
+        from the directory listing itself: no ``stat`` per entry, only per link shown.
+        With ``most``, a directory holding more names raises ``ManyEntries`` once ``most + 1``
+        are read (so a caller can list small directories on the event loop, big ones in a thread).
         """
         location, fd = self.open_directory(path)
         entries = []
         try:
             with os.scandir(fd) as scan:
-                if largest_first:
-                    sized = []
-                    for item in scan:
-                        try:
-                            info = item.stat(follow_symlinks=False)
-                        except OSError:
-                            continue  # vanished meanwhile
-                        if stat.S_ISLNK(info.st_mode):  # sorted by what it shows as
-                            info = self._linked(location.child(item.name)) or info
-                        sized.append((item.name, info))
-                    sized.sort(key=lambda pair: (-pair[1].st_size if stat.S_ISREG(pair[1].st_mode) else 1, pair[0]))
-                    chosen: list[tuple[str, os.stat_result | None]] = list(sized)
-                else:
-                    chosen = [(name, None) for name in sorted(item.name for item in scan)]
-            total = len(chosen)
-            for name, info in chosen[:limit]:
+                items = list(scan if most is None else itertools.islice(scan, most + 1))
+            if most is not None and len(items) > most:
+                raise ManyEntries(f"{location.display} holds more than {most} entries")
+            if largest_first:
+                sized = []
+                for item in items:
+                    try:
+                        info = item.stat(follow_symlinks=False)
+                    except OSError:
+                        continue  # vanished meanwhile
+                    if stat.S_ISLNK(info.st_mode):  # sorted by what it shows as
+                        info = self._linked(location.child(item.name)) or info
+                    sized.append((item.name, info))
+                sized.sort(key=lambda pair: (-pair[1].st_size if stat.S_ISREG(pair[1].st_mode) else 1, pair[0]))
+                for name, info in sized[:limit]:
+                    entries.append(Entry(name, _kind(info.st_mode), info.st_size, info.st_mtime))
+                return location, entries, len(sized)
+            items.sort(key=_name_of)
+            for item in items[:limit]:
                 try:
-                    info = info or os.stat(name, dir_fd=fd, follow_symlinks=False)
+                    kind = _entry_kind(item)
+                    if kind == "symlink":
+                        linked = self._linked(location.child(item.name))
+                        if linked is not None:
+                            entries.append(Entry(item.name, _kind(linked.st_mode), linked.st_size if sizes else 0,
+                                                 linked.st_mtime if sizes else 0.0))
+                            continue
+                    if sizes:
+                        info = item.stat(follow_symlinks=False)
+                        entries.append(Entry(item.name, kind, info.st_size, info.st_mtime))
+                    else:
+                        entries.append(Entry(item.name, kind, 0, 0.0))
                 except OSError:
-                    continue
-                if stat.S_ISLNK(info.st_mode) and not largest_first:
-                    info = self._linked(location.child(name)) or info
-                entries.append(Entry(name, _kind(info.st_mode), info.st_size, info.st_mtime))
+                    continue  # vanished meanwhile
         finally:
             os.close(fd)
-        return location, entries, total
+        return location, entries, len(items)
 
     def _linked(self, location: Location) -> os.stat_result | None:
         """The stat of a link's target when it stays inside the root, else None."""
@@ -536,39 +569,36 @@ class Sandbox:
         listing itself, which saves a ``stat`` per entry (trees and name searches need no more).
         """
         _location, fd = self.open_directory(path)
-        stack: list[tuple[int, tuple[str, ...], Iterator[os.DirEntry[str]]]] = []
+        stack: list[tuple[int, tuple[str, ...], Iterator[os.DirEntry[str]]]] = [(fd, (), self._sorted_entries(fd))]
         try:
-            stack.append((fd, (), self._sorted_entries(fd)))
             while stack:
                 dir_fd, prefix, entries = stack[-1]
-                item = next(entries, None)
-                if item is None:
-                    os.close(dir_fd)
+                for item in entries:
+                    components = prefix + (item.name,)
+                    if after is not None and components <= after and after[: len(components)] != components:
+                        continue  # before the resume point and not on the way to it
+                    try:
+                        if sizes:
+                            info = item.stat(follow_symlinks=False)
+                            kind, size, mtime = _kind(info.st_mode), info.st_size, info.st_mtime
+                        else:
+                            kind, size, mtime = _entry_kind(item), 0, 0.0
+                    except OSError:
+                        continue
+                    if after is None or components > after:
+                        yield components, Entry(item.name, kind, size, mtime)
+                    # Descend (also on the resume path, as in the full walk), then come back to
+                    # this directory's remaining entries.
+                    if kind == "directory" and len(components) < MAX_WALK_DEPTH and (descend is None or descend(components)):
+                        try:
+                            child_fd = os.open(item.name, _DIR_FLAGS, dir_fd=dir_fd)
+                        except OSError:
+                            continue  # unreadable, or swapped for something else: skip it
+                        stack.append((child_fd, components, self._sorted_entries(child_fd)))
+                        break
+                else:
                     stack.pop()
-                    continue
-                components = prefix + (item.name,)
-                inside_resume_path = after is not None and after[: len(components)] == components
-                if after is not None and components <= after and not inside_resume_path:
-                    continue
-                try:
-                    if sizes:
-                        info = item.stat(follow_symlinks=False)
-                        kind, size, mtime = _kind(info.st_mode), info.st_size, info.st_mtime
-                    else:
-                        kind, size, mtime = _entry_kind(item), 0, 0.0
-                except OSError:
-                    continue
-                if after is None or components > after:
-                    yield components, Entry(item.name, kind, size, mtime)
-                if kind != "directory" or len(components) >= MAX_WALK_DEPTH:
-                    continue
-                if descend is not None and not descend(components):  # also on the resume path, as in the full walk
-                    continue
-                try:
-                    child_fd = os.open(item.name, _DIR_FLAGS, dir_fd=dir_fd)
-                except OSError:
-                    continue  # unreadable, or swapped for something else: skip it
-                stack.append((child_fd, components, self._sorted_entries(child_fd)))
+                    os.close(dir_fd)
         finally:
             for dir_fd, _prefix, _entries in stack:
                 os.close(dir_fd)
@@ -577,7 +607,7 @@ class Sandbox:
     def _sorted_entries(fd: int) -> Iterator[os.DirEntry[str]]:
         try:
             with os.scandir(fd) as scan:
-                return iter(sorted(scan, key=lambda e: e.name))
+                return iter(sorted(scan, key=_name_of))
         except OSError:
             return iter(())
 
@@ -841,18 +871,31 @@ class AtomicReplace:
 _RENAME_NOREPLACE = 1
 
 
+# macOS (10.12 and later): renameatx_np(..., RENAME_EXCL) is the same operation.
+_RENAME_EXCL = 0x4
+
+
 @functools.lru_cache(maxsize=None)
 def _renameat2() -> Callable[..., int] | None:
-    """glibc's ``renameat2`` (2.28 and later), looked up on first use; None where absent."""
+    """glibc's ``renameat2`` (2.28 and later), or on macOS ``renameatx_np`` with ``RENAME_EXCL``
+    behind the same signature; looked up on first use; None where absent."""
     import ctypes
 
+    darwin = sys.platform == "darwin"
     try:
-        function = ctypes.CDLL(None, use_errno=True).renameat2
+        library = ctypes.CDLL(None, use_errno=True)
+        function = library.renameatx_np if darwin else library.renameat2
     except (OSError, AttributeError):
         return None
     function.argtypes = [ctypes.c_int, ctypes.c_char_p, ctypes.c_int, ctypes.c_char_p, ctypes.c_uint]
     function.restype = ctypes.c_int
-    return function
+    if not darwin:
+        return function
+
+    def renameatx_np(from_fd: int, from_name: bytes, to_fd: int, to_name: bytes, flags: int) -> int:
+        return function(from_fd, from_name, to_fd, to_name, _RENAME_EXCL if flags & _RENAME_NOREPLACE else 0)
+
+    return renameatx_np
 
 
 def _rename_no_replace(from_fd: int, from_name: str, to_fd: int, to_name: str, info: os.stat_result) -> None:
@@ -864,7 +907,8 @@ def _rename_no_replace(from_fd: int, from_name: str, to_fd: int, to_name: str, i
         if renameat2(from_fd, os.fsencode(from_name), to_fd, os.fsencode(to_name), _RENAME_NOREPLACE) == 0:
             return
         code = ctypes.get_errno()
-        if code not in (errno.EINVAL, errno.ENOSYS):  # EINVAL: the file system lacks the flag
+        # EINVAL (Linux) or ENOTSUP (macOS): the file system lacks the flag.
+        if code not in (errno.EINVAL, errno.ENOSYS, errno.ENOTSUP):
             raise OSError(code, os.strerror(code))
     if not stat.S_ISDIR(info.st_mode):
         # link() never replaces: the destination appears atomically or not at all.

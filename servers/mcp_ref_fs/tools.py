@@ -19,9 +19,8 @@ from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, 
 
 from . import content
 from .offload import IN_LOOP_READ_BYTES, Stop, Stopped, off_loop, read_start, write_all
-from .patterns import GrepTimeout, compile_excludes, compile_glob, compile_grep
 from .resources import location_uri
-from .root import Entry, FsError, Location, OpenFile
+from .root import Entry, FsError, Location, ManyEntries, OpenFile, display_name
 
 if TYPE_CHECKING:
     from mcp_ref import RequestContext, Server
@@ -33,6 +32,7 @@ SNIFF_BYTES = 8192
 MAX_EDITS = 1000  # edits in one edit_file call
 MAX_EXCLUDES = 64  # excludePatterns in one call
 CHUNK_BYTES = 256 * 1024
+IN_LOOP_ENTRIES = 1000  # directories listed on the event loop hold at most this many names (see _entries)
 READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
 PATH = {"type": "string", "description": "Absolute path, or relative to the first allowed directory"}
 
@@ -262,7 +262,8 @@ class FsTools:
         cap = self.config.max_read_bytes
         with self.sandbox.open_file(path) as opened:
             size = opened.info.st_size
-            self._refuse_binary(opened, opened.read_at(0, SNIFF_BYTES))
+            sample = opened.read_at(0, SNIFF_BYTES)
+            self._refuse_binary(opened, sample)
             notes: list[str] = []
             if tail is not None:
                 # Only the last cap + 1 bytes can be shown: read no further back than that, so a
@@ -280,7 +281,11 @@ class FsTools:
                 data = await off_loop(lambda stop: _line_window(opened, offset or 0, limit, cap + 1, stop),
                                       seconds=self.config.search_seconds)
             else:
-                data = await read_start(opened, min(size, cap + 1) if size else cap + 1)
+                length = min(size, cap + 1) if size else cap + 1
+                if length <= len(sample) or len(sample) < SNIFF_BYTES:
+                    data = sample[:length]  # a small file: the sample holds all of it (no second read)
+                else:
+                    data = await read_start(opened, length)
             truncated = len(data) > cap
             if truncated:
                 data = _last_bytes(data, cap) if tail is not None else _first_bytes(data, cap)
@@ -435,18 +440,31 @@ class FsTools:
 
     # --- listing ----------------------------------------------------------------------------------
 
-    async def _entries(self, path: str, *, largest_first: bool = False) -> tuple[Location, list[Entry], list[str]]:
-        """One listing, cut at --max-entries (in a thread: a directory can hold 100,000 names)."""
+    async def _entries(self, path: str, *, largest_first: bool = False, sizes: bool = True) -> tuple[Location, list[Entry], list[str]]:
+        """One listing, cut at --max-entries. Names and kinds of a directory of at most
+        IN_LOOP_ENTRIES names are read on the event loop (well under a millisecond, less than the
+        thread hop would cost); anything bigger, or with a stat per entry, in a thread (a
+        directory can hold 100,000 names)."""
         cap = self.config.max_entries
-        location, entries, total = await off_loop(
-            lambda stop: self.sandbox.list_directory_page(path, limit=cap, largest_first=largest_first))
+        listed = None
+        if not sizes:
+            try:
+                listed = self.sandbox.list_directory_page(path, limit=cap, sizes=False, most=IN_LOOP_ENTRIES)
+            except ManyEntries:
+                pass  # a big one: read it all again, in a thread
+        if listed is None:
+            listed = await off_loop(
+                lambda stop: self.sandbox.list_directory_page(path, limit=cap, largest_first=largest_first, sizes=sizes))
+        location, entries, total = listed
         notes = [f"[Truncated: showing {len(entries)} of {total} entries (--max-entries).]"] if total > cap else []
         return location, entries, notes
 
     async def list_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        _location, entries, notes = await self._entries(arguments["path"])
-        body = "\n".join(f"{_TAG[e.kind]} {e.label}" for e in entries)
-        return _result(body, notes, entries=[_entry_json(e) for e in entries], truncated=bool(notes))
+        # Names and kinds only (sizes are list_directory_with_sizes' job): no stat per entry.
+        _location, entries, notes = await self._entries(arguments["path"], sizes=False)
+        shown = [{"name": e.label, "type": e.kind} for e in entries]
+        body = "\n".join(f"{_TAG[item['type']]} {item['name']}" for item in shown)
+        return _result(body, notes, entries=shown, truncated=bool(notes))
 
     async def list_directory_with_sizes(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         _location, entries, notes = await self._entries(arguments["path"], largest_first=arguments.get("sortBy") == "size")
@@ -471,6 +489,7 @@ class FsTools:
             top: list[dict[str, Any]] = []
             children: dict[tuple[str, ...], list[dict[str, Any]]] = {(): top}
             count = 0
+            excluding = bool(excludes.patterns)
             walk = self.sandbox.walk(location, descend=lambda c: (max_depth is None or len(c) < max_depth)
                                      and not excludes.excluded("/".join(c)), sizes=False)
             try:
@@ -479,7 +498,7 @@ class FsTools:
                         if stop.timed_out:
                             return top, count, True
                         raise Stopped()
-                    if excludes.excluded("/".join(components)):
+                    if excluding and excludes.excluded("/".join(components)):
                         continue
                     if count >= cap:
                         return top, count, True
@@ -512,6 +531,9 @@ class FsTools:
         def search(stop: Stop) -> tuple[list[str], bool]:
             found: list[str] = []
             seen = 0
+            excluding = bool(excludes.patterns)
+            matches = glob.matches
+            prefix = location.display.rstrip("/") + "/"  # as _join shows a path, without a Location per match
             walk = self.sandbox.walk(location, descend=lambda c: not excludes.excluded("/".join(c))
                                      and glob.could_match_below("/".join(c)), sizes=False)
             try:
@@ -524,11 +546,11 @@ class FsTools:
                     if seen % 1000 == 0:  # every entry walked counts, matching or not
                         ctx.report_progress(seen, message=f"{seen} entries searched, {len(found)} matches")
                     relative = "/".join(components)
-                    if excludes.excluded(relative) or not glob.matches(relative):
+                    if excluding and excludes.excluded(relative) or not matches(relative):
                         continue
                     if len(found) >= cap:
                         return found, True
-                    found.append(_join(location, components))
+                    found.append(prefix + display_name(relative))  # "/" is shown as itself: one call per path
             finally:
                 walk.close()
             return found, False
@@ -539,6 +561,9 @@ class FsTools:
         return _result("\n".join(found) if found else "No matches found", notes, matches=found, truncated=truncated)
 
     async def grep_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
+        # Imported on first use, like the globs below: start-up does not pay for it.
+        from .patterns import GrepTimeout, compile_grep
+
         try:
             grep = compile_grep(arguments["pattern"], ignore_case=arguments.get("ignoreCase", False),
                                 literal=arguments.get("literal", False))
@@ -674,6 +699,8 @@ def _iso(timestamp: float) -> str:
 
 
 def _glob(pattern: str) -> Any:
+    from .patterns import compile_glob  # imported on first use (start-up time)
+
     try:
         return compile_glob(pattern)
     except ValueError as error:
@@ -681,6 +708,8 @@ def _glob(pattern: str) -> Any:
 
 
 def _excludes(patterns: list[str]) -> Any:
+    from .patterns import compile_excludes  # imported on first use (start-up time)
+
     try:
         return compile_excludes(patterns)
     except ValueError as error:
