@@ -9,7 +9,8 @@ demo (package data). Without the package index it is skipped, saying so.
 The bundle tests check ``manifest.json`` against the MCPB manifest format (v0.4,
 github.com/modelcontextprotocol/mcpb: MANIFEST.md and schemas/mcpb-manifest-v0.4.schema.json),
 build the ``.mcpb`` with ``tools/build_bundle.py`` and run the entry point it names, from the
-unpacked archive, the way a host would after expanding the user's directories.
+unpacked archive, the way a host would after expanding the user's directories. When node and npm
+are present, the official ``mcpb`` CLI (pinned) validates the manifest and unpacks the built bundle.
 """
 
 from __future__ import annotations
@@ -259,3 +260,49 @@ def test_the_bundle_builder_refuses_a_manifest_a_host_would_refuse(tmp_path: Pat
     with pytest.raises(SystemExit, match="version 9.9.9"):
         build_bundle.build(tmp_path / "x.mcpb", repo=fake)
     assert not (tmp_path / "x.mcpb").exists()
+
+
+# --- the official bundle tool -------------------------------------------------------------------------
+
+MCPB_CLI = "@anthropic-ai/mcpb@2.1.2"  # the official MCPB command line (github.com/modelcontextprotocol/mcpb)
+
+
+@pytest.fixture(scope="session")
+def mcpb_cli() -> list[str]:
+    """The pinned official ``mcpb`` CLI, installed once into the user's cache (npm needed; else a skip)."""
+    node, npm = shutil.which("node"), shutil.which("npm")
+    if node is None or npm is None:
+        pytest.skip(f"official bundle check: node and npm are needed on PATH to run {MCPB_CLI}")
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "mcp-ref" / "mcpb" / MCPB_CLI.rsplit("@", 1)[1]
+    script = base / "node_modules" / "@anthropic-ai" / "mcpb" / "dist" / "cli" / "cli.js"
+    if not script.is_file():
+        base.mkdir(parents=True, exist_ok=True)
+        try:
+            done = subprocess.run([npm, "install", "--prefix", str(base), "--no-audit", "--no-fund", "--ignore-scripts",
+                                   "--loglevel=error", "--fetch-retries=1", MCPB_CLI],
+                                  capture_output=True, text=True, timeout=180)
+        except subprocess.TimeoutExpired:
+            pytest.skip(f"official bundle check: `npm install {MCPB_CLI}` took over 180 s")
+        if done.returncode != 0 or not script.is_file():
+            last = (done.stderr or done.stdout).strip().splitlines()[-1:] or [f"no {script.name} after install"]
+            pytest.skip(f"official bundle check: could not install {MCPB_CLI}: {last[0][:300]}")
+    return [node, str(script)]
+
+
+def test_the_official_mcpb_tool_accepts_the_manifest_and_the_built_bundle(mcpb_cli: list[str], tmp_path: Path) -> None:
+    def mcpb(*arguments: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([*mcpb_cli, *arguments], capture_output=True, text=True, timeout=60)
+
+    checked = mcpb("validate", str(REPO / "manifest.json"))
+    assert checked.returncode == 0 and "validation passes" in checked.stdout, checked.stdout + checked.stderr
+    # The bundle as a host receives it: unpacked by the official tool, its manifest valid, its entry point there.
+    bundle = build_bundle(tmp_path / "mcp-ref-fs.mcpb")
+    unpacked = mcpb("unpack", str(bundle), str(tmp_path / "unpacked"))
+    assert unpacked.returncode == 0, unpacked.stdout + unpacked.stderr
+    assert mcpb("validate", str(tmp_path / "unpacked" / "manifest.json")).returncode == 0
+    assert (tmp_path / "unpacked" / MANIFEST["server"]["entry_point"]).is_file()
+    # The tool does refuse what a host would refuse, so the passes above mean something.
+    broken = tmp_path / "broken.json"
+    broken.write_text(json.dumps({key: value for key, value in MANIFEST.items() if key != "author"}))
+    refused = mcpb("validate", str(broken))
+    assert refused.returncode != 0 and "author" in refused.stdout + refused.stderr
