@@ -1,8 +1,9 @@
 """Packaging for hosts: the wheel installs and runs in a fresh venv; the MCP Bundle is well formed.
 
-The wheel test is the slowest in the suite (about 15 to 30 s): it builds the wheel from a copy of
-the sources (``pip wheel --no-deps``, so the repository gets no build/ or egg-info), makes a venv
-with ``python -m venv``, installs the wheel there (its dependencies come from the package index)
+The wheel test is the slowest in the suite (about 20 to 40 s): in a venv made with ``python -m
+venv`` it builds the sdist from a copy of the sources (the build backend's PEP 517 hook, so the
+repository gets no build/ or egg-info), the wheel from that sdist (``pip wheel --no-deps``),
+installs the wheel there (its dependencies come from the package index)
 and runs the installed ``mcp-ref-fs``: ``--version``, a printf session, ``print-config`` and the
 demo (package data). Without the package index it is skipped, saying so.
 
@@ -21,6 +22,7 @@ import re
 import shutil
 import subprocess
 import sys
+import tarfile
 import tomllib
 import zipfile
 from pathlib import Path
@@ -66,7 +68,7 @@ def pip(*arguments: str, python: str = sys.executable) -> subprocess.CompletedPr
 # --- the wheel ------------------------------------------------------------------------------------
 
 
-def test_the_wheel_installs_in_a_fresh_venv_and_its_mcp_ref_fs_runs(tmp_path: Path) -> None:
+def test_the_sdist_and_its_wheel_build_and_install_in_a_fresh_venv_and_mcp_ref_fs_runs(tmp_path: Path) -> None:
     source = tmp_path / "src"
     ignore = shutil.ignore_patterns("__pycache__", "*.pyc", "*.egg-info")
     source.mkdir()
@@ -74,7 +76,24 @@ def test_the_wheel_installs_in_a_fresh_venv_and_its_mcp_ref_fs_runs(tmp_path: Pa
         shutil.copy2(REPO / name, source / name)
     for directory in ("mcp_ref", "servers"):
         shutil.copytree(REPO / directory, source / directory, ignore=ignore)
-    pip("wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "wheels"), str(source))
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120, env=clean_environment())
+    python = str(venv / "bin" / "python")
+    # The sdist, made by the build backend pyproject.toml names (its PEP 517 hook, as `python -m build`
+    # would call it), then the wheel built from that sdist alone: so the sdist holds everything needed.
+    requirement = next(item for item in tomllib.loads((REPO / "pyproject.toml").read_text())["build-system"]["requires"])
+    pip("install", "--quiet", requirement, python=python)
+    hook = "import sys, setuptools.build_meta as backend; print(backend.build_sdist(sys.argv[1]))"
+    built = subprocess.run([python, "-c", hook, str(tmp_path / "sdist")], cwd=source, capture_output=True, text=True,
+                           timeout=120, env=clean_environment())
+    assert built.returncode == 0, built.stderr
+    sdist = tmp_path / "sdist" / built.stdout.strip().splitlines()[-1]
+    with tarfile.open(sdist) as archive:
+        members = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
+    assert {"pyproject.toml", "README.md", "mcp_ref/__init__.py", "servers/mcp_ref_fs/__main__.py",
+            "servers/mcp_ref_fs/demo_files/notes.txt", "servers/mcp_ref_everything/__main__.py"} <= members
+    pip("wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "wheels"), str(sdist))
     [wheel] = (tmp_path / "wheels").glob("mcp_ref-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
@@ -83,9 +102,6 @@ def test_the_wheel_installs_in_a_fresh_venv_and_its_mcp_ref_fs_runs(tmp_path: Pa
             "mcp_ref_fs/demo_files/checkers.png", "mcp_ref_fs/demo_files/notes.txt"} <= names
     assert "mcp-ref-fs = mcp_ref_fs.__main__:main" in entry_points
 
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True, timeout=120, env=clean_environment())
-    python = str(venv / "bin" / "python")
     pip("install", "--quiet", str(wheel), python=python)
     script = venv / "bin" / "mcp-ref-fs"
 
