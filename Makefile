@@ -38,7 +38,9 @@ bench: $(STAMP)
 bench-fs: $(STAMP)
 	$(BIN)/python bench/fs_bench.py $(BENCH_ARGS)
 
+# Needs the project's internal conformance kit beside the checkout (README: Requirements).
 conformance: $(STAMP)
+	@test -x ../shared/conformance/run.sh || { echo "make conformance: ../shared/conformance/run.sh is missing: the conformance kit is internal to the project's workspace (README.md, Requirements); every other command works without it" >&2; exit 2; }
 	PATH=$(CURDIR)/$(BIN):$$PATH ../shared/conformance/run.sh -- $(CURDIR)/$(BIN)/mcp-ref-everything
 
 # Refresh what spec/ generates: every record's tests: line, then docs/conformance.md (spec/README.md).

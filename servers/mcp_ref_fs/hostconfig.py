@@ -94,6 +94,8 @@ class HostFacts:
     logs: str
     restart: str
     notes: tuple[str, ...] = field(default=())
+    # Notes that hold only when the entry goes to the user's own file (not --workspace/--config).
+    user_scope_notes: tuple[str, ...] = field(default=())
 
 
 def host_facts(client: str, platform: str, environ: Mapping[str, str]) -> HostFacts:
@@ -120,7 +122,7 @@ def host_facts(client: str, platform: str, environ: Mapping[str, str]) -> HostFa
         if windows:
             return HostFacts(path.join(appdata, "Claude", "claude_desktop_config.json"), None,
                              path.join(appdata, "Claude", "logs", "mcp*.log"), restart,
-                             ("mcp-ref-fs itself does not run on Windows (see the README's Status)",))
+                             ("mcp-ref-fs itself does not run on Windows (see the README's Platforms section)",))
         return HostFacts(None, None, "(none: there is no official Linux release)", restart, ((
             "Claude Desktop has no official Linux release. Unofficial builds usually read "
             "~/.config/Claude/claude_desktop_config.json: pass that to install with --config PATH"),))
@@ -136,7 +138,8 @@ def host_facts(client: str, platform: str, environ: Mapping[str, str]) -> HostFa
             "Command Palette > 'MCP: List Servers' > the server > 'Show Output' (an Output panel channel)",
             "VS Code reloads mcp.json when it changes: start or restart the server from 'MCP: List Servers' "
             "(or the code lens above its entry in mcp.json) and confirm that you trust it",
-            ("that is the default profile's user file; 'MCP: Open User Configuration' opens the current one",))
+            user_scope_notes=("that is the default profile's user file; 'MCP: Open User Configuration' opens the "
+                              "current one",))
     if client == "cursor":
         return HostFacts(path.join(home, ".cursor", "mcp.json"), path.join(".cursor", "mcp.json"),
                          "View > Output, then 'MCP Logs' in the channel list",
@@ -145,7 +148,8 @@ def host_facts(client: str, platform: str, environ: Mapping[str, str]) -> HostFa
     if client == "claude-code":
         return HostFacts(path.join(home, ".claude.json"), ".mcp.json",
                          "run 'claude --debug' to see MCP start-up errors; '/mcp' in a session shows each server's state",
-                         "start a new claude session; 'claude mcp list' checks that the server starts", ((
+                         "start a new claude session; 'claude mcp list' checks that the server starts",
+                         user_scope_notes=((
                              "claude mcp add keeps the server in ~/.claude.json for this project (scope local, the "
                              "default); --scope project writes .mcp.json in the project, --scope user makes it "
                              "available in every project"),))
@@ -696,7 +700,13 @@ def main(command: str, argv: Sequence[str], environment: Environment | None = No
         return 1
 
 
-def _notes(client: str, facts: HostFacts, *, wrote: str | None = None) -> list[str]:
+WORKSPACE_NOTE = ("the project's file now holds absolute paths of this machine (the command and the roots): "
+                  "before committing it, check that they suit everyone who opens the project")
+
+
+def _notes(client: str, facts: HostFacts, *, wrote: str | None = None, scope: str = "user") -> list[str]:
+    """What to tell the user after printing or writing an entry; ``scope`` is where it went:
+    ``user`` (the host's own file), ``workspace`` (the project's file) or ``config`` (a given file)."""
     lines = []
     if wrote is None and client != "claude-code" and facts.user_config is not None:
         lines.append(f"{DISPLAY[client]} reads its servers from {facts.user_config}"
@@ -705,6 +715,10 @@ def _notes(client: str, facts: HostFacts, *, wrote: str | None = None) -> list[s
     lines.append(f"logs: {facts.logs}")
     lines.append(f"after a change: {facts.restart}")
     lines.extend(facts.notes)
+    if scope == "user":
+        lines.extend(facts.user_scope_notes)
+    elif scope == "workspace":
+        lines.append(WORKSPACE_NOTE)
     return lines
 
 
@@ -728,6 +742,8 @@ def _install(options: argparse.Namespace, command_line: list[str], env: Environm
         if options.config:
             raise UsageError("--config does not apply to claude-code: its servers are added with 'claude mcp add'")
         return _install_claude_code(options, command_line, env, facts)
+    if options.config and options.workspace:
+        raise UsageError("give either --config PATH or --workspace, not both")
     if options.config:
         path = os.path.join(env.cwd, os.path.expanduser(options.config))
     elif options.workspace:
@@ -746,7 +762,8 @@ def _install(options: argparse.Namespace, command_line: list[str], env: Environm
     if written.merge.method == "re-serialised":
         env.out("note: the file was written anew with its indent (the entry could not be inserted in place)")
     env.out(f"command: {shlex.join(command_line)}")
-    for line in _notes(client, facts, wrote=written.path):
+    scope = "config" if options.config else "workspace" if options.workspace else "user"
+    for line in _notes(client, facts, wrote=written.path, scope=scope):
         env.out(line)
     return 0
 
@@ -774,6 +791,6 @@ def _install_claude_code(options: argparse.Namespace, command_line: list[str], e
     status = run(add[1:])
     if status != 0:
         raise Refused(f"'claude mcp add' failed with exit status {status}")
-    for line in _notes("claude-code", facts, wrote="claude"):
+    for line in _notes("claude-code", facts, wrote="claude", scope="workspace" if options.workspace else "user"):
         env.out(line)
     return 0

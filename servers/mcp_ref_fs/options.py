@@ -35,11 +35,13 @@ SERVER_OPTIONS: tuple[tuple[str, dict[str, Any], str, Any], ...] = (
     ("--modern-only", {"action": "store_true"}, "serve only 2026-07-28 clients; answer initialize with an error", False),
     ("--max-read-bytes", {"type": positive_int, "metavar": "N"}, "most text one read returns", DEFAULT_MAX_READ_BYTES),
     ("--max-media-bytes", {"type": positive_int, "metavar": "N"},
-     "largest file read_media_file or resources/read returns", DEFAULT_MAX_MEDIA_BYTES),
+     "largest file read_media_file, resources/read and edit_file handle, and grep_files searches",
+     DEFAULT_MAX_MEDIA_BYTES),
     ("--max-entries", {"type": positive_int, "metavar": "N"}, "most entries in one listing, tree, search or grep", DEFAULT_MAX_ENTRIES),
-    ("--search-seconds", {"type": positive_float, "metavar": "S"}, "time limit of one search or grep", DEFAULT_SEARCH_SECONDS),
+    ("--search-seconds", {"type": positive_float, "metavar": "S"}, "time limit of one directory_tree, search or grep",
+     DEFAULT_SEARCH_SECONDS),
     ("--task-search-seconds", {"type": positive_float, "metavar": "S"},
-     "time limit of one search or grep that runs as a task, polled by a client that declared the tasks extension",
+     "time limit of one tree, search or grep that runs as a task, polled by a client that declared the tasks extension",
      DEFAULT_TASK_SEARCH_SECONDS),
 )
 

@@ -496,6 +496,24 @@ def test_install_workspace_writes_dot_vscode_mcp_json_in_the_current_directory(h
     assert not (home / ".config").exists()
 
 
+def test_install_notes_fit_where_the_entry_went(home: Path, project: Path, tmp_path: Path) -> None:
+    user = run("install", "--client", "vscode", home=home, cwd=project)
+    assert "default profile's user file" in user.out and "absolute paths" not in user.out
+    workspace = run("install", "--client", "vscode", "--workspace", home=home, cwd=project)
+    said = workspace.out
+    assert "default profile's user file" not in said and "absolute paths of this machine" in said
+    given = run("install", "--client", "vscode", "--config", str(tmp_path / "mine.json"), home=home, cwd=project)
+    said = given.out
+    assert given.status == 0 and "default profile" not in said and "absolute paths" not in said
+
+
+def test_install_refuses_config_and_workspace_together(home: Path, project: Path, tmp_path: Path) -> None:
+    done = run("install", "--client", "cursor", "--workspace", "--config", str(tmp_path / "x.json"), home=home,
+               cwd=project)
+    assert done.status == 2 and "not both" in done.err
+    assert not (tmp_path / "x.json").exists() and not (project / ".cursor").exists()
+
+
 def test_install_workspace_for_cursor_writes_dot_cursor_mcp_json(home: Path, project: Path) -> None:
     assert run("install", "--client", "cursor", "--workspace", home=home, cwd=project).status == 0
     assert json.loads((project / ".cursor" / "mcp.json").read_text())["mcpServers"]["mcp-ref-fs"]
@@ -728,6 +746,8 @@ def test_install_for_claude_code_in_the_workspace_uses_project_scope(
     assert done.status == 0, done.err
     assert calls(log)[-1] == ["mcp", "add", "--transport", "stdio", "--scope", "project", "files", "--", str(SCRIPT),
                               str(project)]
+    said = done.out
+    assert "scope local, the default" not in said and "absolute paths of this machine" in said
 
 
 def test_install_for_claude_code_refuses_an_existing_name_without_force(
