@@ -32,9 +32,10 @@ Theory of operation
   requests are answered with the same callbacks (a missing callback: a -32601 error response).
   Either way the interim results (or the server's requests) stay visible in ``Reply.rounds``.
 * **Tasks.** With ``tasks=True`` the client declares the tasks extension; a ``call_tool``
-  answered with ``resultType: "task"`` is polled with ``tasks/get`` until the task ends (input
-  requests inside it are answered through ``tasks/update`` with the same callbacks), unless
-  ``poll_task=False``. A failed task raises ``RequestError`` with the task's error.
+  answered with ``resultType: "task"`` is polled with ``tasks/get`` until the task ends (every
+  ``poll_interval`` seconds, by default the task's ``pollIntervalMs``; input requests inside it
+  are answered through ``tasks/update`` with the same callbacks), unless ``poll_task=False``.
+  A failed task raises ``RequestError`` with the task's error.
 * **Notifications** are all kept in ``notifications``; each ``Reply`` also has those received
   while its request was in flight (progress by its token), and a ``Subscription`` those tagged
   with its id.
@@ -42,10 +43,12 @@ Theory of operation
   JSON schemas when they are at hand: the folder ``schema_dir=`` names, else
   ``$MCP_REF_SCHEMA_DIR``, holding ``mcp-schema-2026-07-28.json`` (modern era),
   ``mcp-schema-2025-11-25.json`` (legacy era) and optionally ``mcp-tasks-extension-schema.json``
-  (the tasks extension). A file that is absent is silently not checked (``schema_dir=False``
-  turns checking off). A violation raises ``SchemaViolation`` from the call whose answer (or
-  notification) broke the schema, or from ``close()`` for one no call was waiting for. Checking
-  needs ``jsonschema`` (a dependency of mcp_ref), imported only when a schema file is found.
+  (the tasks extension), or the files a ``Schemas`` given as ``schemas=`` names. A file that is
+  absent is silently not checked (``schema_dir=False`` turns checking off). Beyond the shapes,
+  a 2026-07-28 error code from the ranges that era keeps unused is a violation. A violation
+  raises ``SchemaViolation`` from the call whose answer (or notification) broke the schema, or
+  from ``close()`` for one no call was waiting for. Checking needs ``jsonschema`` (a dependency
+  of mcp_ref), imported only when a schema file is found.
 
 Errors: a JSON-RPC error answer raises ``RequestError`` (``check=False`` on ``request`` returns
 it in ``Reply.error`` instead); no answer within ``timeout`` seconds raises ``TimeoutError``.
@@ -72,6 +75,7 @@ __all__ = [
     "Pending",
     "Reply",
     "RequestError",
+    "Schemas",
     "SchemaViolation",
     "ServerExitError",
     "Subscription",
@@ -180,7 +184,7 @@ class Pending:
     client: AsyncClient
     id: int
     method: str
-    progress_token: str | None
+    progress_token: str | int | None
     future: asyncio.Future[dict[str, Any]]
     notifications: list[dict[str, Any]] = field(default_factory=list)
     server_requests: list[dict[str, Any]] = field(default_factory=list)
@@ -289,32 +293,73 @@ STANDARD_ERRORS = {-32700: "ParseError", -32600: "InvalidRequestError", -32601: 
 MCP_ERROR_RESPONSES = {-32021: "MissingRequiredClientCapabilityError", -32022: "UnsupportedProtocolVersionError"}
 
 
-class _Schemas:
-    """The official schemas found in one folder; checks one message at a time. Absent files check nothing."""
+class Schemas:
+    """The official MCP JSON schemas, and the check of one message a server wrote against them.
 
-    def __init__(self, folder: Path | None) -> None:
-        self.folder = folder
+    ``modern``, ``legacy``, ``tasks``: the files of the 2026-07-28 schema, the 2025-11-25 schema
+    and the tasks extension's schema (``SCHEMA_FILES`` has their official names). A file that is
+    ``None`` or absent is not checked against, silently. ``Schemas.find(folder)`` takes all three
+    from one folder (``None``: ``$MCP_REF_SCHEMA_DIR``; ``False``: none).
+
+    What is checked (``problems``): the JSON-RPC envelope of every message; a notification
+    against its definition; a request (a legacy server's elicitation, sampling, roots or ping)
+    against its definition; an error's object (modern: the standard codes' error definitions, the
+    whole response for -32021 and -32022, and no code from the ranges the 2026-07-28 spec keeps
+    unused, -32000..-32019 and -32020..-32099 but for those two); a result against the definition
+    of the method it answers (``method``; none: only the envelope), modern ``input_required``
+    results and the tasks extension's results and ``notifications/tasks`` included.
+
+    ``strict``: also a violation, whatever the checks cannot place: a notification method or an
+    answered method with no definition, or a definition the era's schema lacks (what
+    mcp-ref's own suite wants; an author's server may have methods of its own, so the client's
+    default is lenient). ``jsonschema`` is imported only when a file is first used.
+    """
+
+    def __init__(
+        self,
+        modern: str | os.PathLike[str] | None = None,
+        legacy: str | os.PathLike[str] | None = None,
+        tasks: str | os.PathLike[str] | None = None,
+        *,
+        strict: bool = False,
+    ) -> None:
+        self.paths = {kind: Path(path) if path is not None else None for kind, path in (("modern", modern), ("legacy", legacy), ("tasks", tasks))}
+        self.strict = strict
         self._documents: dict[str, Any] = {}
         self._validators: dict[tuple[str, str], Any] = {}
 
     @classmethod
-    def find(cls, schema_dir: str | os.PathLike[str] | None | bool) -> _Schemas:
-        if schema_dir is False:
-            return cls(None)
-        chosen = schema_dir if schema_dir not in (None, True) else os.environ.get("MCP_REF_SCHEMA_DIR")
-        return cls(Path(chosen) if chosen else None)  # type: ignore[arg-type]
+    def find(cls, folder: str | os.PathLike[str] | None | bool = None, *, strict: bool = False) -> Schemas:
+        """The schemas under their official names in ``folder`` (``None`` or ``True``:
+        ``$MCP_REF_SCHEMA_DIR``, if set; ``False``: no folder, nothing is checked)."""
+        if folder is False:
+            return cls(strict=strict)
+        chosen = folder if folder not in (None, True) else os.environ.get("MCP_REF_SCHEMA_DIR")
+        if not chosen:
+            return cls(strict=strict)
+        base = Path(chosen)  # type: ignore[arg-type]
+        return cls(*(base / SCHEMA_FILES[kind] for kind in ("modern", "legacy", "tasks")), strict=strict)
+
+    def has(self, kind: str) -> bool:
+        """Is the schema of ``kind`` (``"modern"``, ``"legacy"``, ``"tasks"``) at hand?"""
+        path = self.paths[kind]
+        return path is not None and path.is_file()
+
+    def _document(self, kind: str) -> dict[str, Any] | None:
+        if kind not in self._documents:
+            path = self.paths[kind]
+            self._documents[kind] = json.loads(path.read_text(encoding="utf-8")) if path is not None and path.is_file() else None
+        return self._documents[kind]
 
     def _validator(self, kind: str, definition: str) -> Any:
+        """The validator of ``#/$defs/<definition>``; None without the file, False when the file lacks the definition."""
         key = (kind, definition)
-        if key in self._validators:
-            return self._validators[key]
-        validator = None
-        path = self.folder / SCHEMA_FILES[kind] if self.folder is not None else None
-        if path is not None and path.is_file():
-            if kind not in self._documents:
-                self._documents[kind] = json.loads(path.read_text(encoding="utf-8"))
-            document = self._documents[kind]
-            if definition in document.get("$defs", {}):
+        if key not in self._validators:
+            document = self._document(kind)
+            validator: Any = None
+            if document is not None and definition not in document.get("$defs", {}):
+                validator = False
+            elif document is not None:
                 import jsonschema
                 import referencing
                 import referencing.jsonschema
@@ -322,52 +367,76 @@ class _Schemas:
                 resource = referencing.Resource.from_contents(document, default_specification=referencing.jsonschema.DRAFT202012)
                 registry = referencing.Registry().with_resource("urn:mcp-ref-testing", resource)
                 validator = jsonschema.Draft202012Validator({"$ref": f"urn:mcp-ref-testing#/$defs/{definition}"}, registry=registry)
-        self._validators[key] = validator
-        return validator
+            self._validators[key] = validator
+        return self._validators[key]
 
-    def _problems(self, kind: str, definition: str | None, instance: Any) -> list[str]:
+    def validate(self, kind: str, definition: str | None, instance: Any) -> list[str]:
+        """What is wrong with ``instance`` against ``#/$defs/<definition>`` of the ``kind`` schema
+        (empty when nothing is, or when that schema is not at hand)."""
         if definition is None:
             return []
         validator = self._validator(kind, definition)
+        if validator is False:
+            return [f"{definition} is not defined in the {kind} schema"] if self.strict else []
         if validator is None:
             return []
         errors = sorted(validator.iter_errors(instance), key=lambda e: list(e.absolute_path))
         if not errors:
             return []
-        details = "; ".join(f"at /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:5])
-        return [f"{definition} violated by {json.dumps(instance)[:300]}: {details}"]
+        details = "\n".join(f"  at /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:10])
+        return [f"{definition} ({kind} schema) violated by {json.dumps(instance)[:500]}\n{details}"]
 
-    def check(self, era: str, message: dict[str, Any], method: str | None) -> list[str]:
-        """Why ``message`` (answering ``method`` when a response) breaks the schema of its era; empty when it does not."""
-        if self.folder is None:
-            return []
+    def _defined(self, table: dict[str, str], name: str | None, what: str) -> tuple[str | None, list[str]]:
+        """The definition ``table`` has for ``name``, and (strict) the problem of having none."""
+        definition = table.get(name or "")
+        if definition is None and name is not None and self.strict:
+            return None, [f"no {what} definition known for {name!r}"]
+        return definition, []
+
+    def problems(self, era: str, message: dict[str, Any], method: str | None = None) -> list[str]:
+        """Why ``message`` (a response answering ``method``, or a notification or request) breaks
+        the schema of ``era`` (``"modern"`` or ``"legacy"``); empty when it does not."""
         if "method" in message:
+            name = message["method"]
             if "id" in message:
-                return self._problems(era, "JSONRPCRequest", message) + self._problems(era, LEGACY_SERVER_REQUESTS.get(message["method"]), message)
-            if message["method"] == "notifications/tasks":
-                return self._problems(era, "JSONRPCNotification", message) + self._problems("tasks", "TaskStatusNotification", message)
-            return self._problems(era, "JSONRPCNotification", message) + self._problems(era, NOTIFICATIONS.get(message["method"]), message)
+                definition, problems = self._defined(LEGACY_SERVER_REQUESTS, name, "server request")
+                return self.validate(era, "JSONRPCRequest", message) + problems + self.validate(era, definition, message)
+            problems = self.validate(era, "JSONRPCNotification", message)
+            if era == "modern" and name == "notifications/tasks":
+                return problems + self.validate("tasks", "TaskStatusNotification", message)
+            definition, unknown = self._defined(NOTIFICATIONS, name, "notification")
+            return problems + unknown + self.validate(era, definition, message)
         if "error" in message:
-            if message.get("id", 0) is None:  # JSON-RPC's null id for an unreadable request; the MCP schema omits it
+            if message.get("id", 0) is None:
+                # JSON-RPC 2.0 wants "id": null when the request id could not be read; the MCP schema
+                # types id as an optional string|number, so the rest is checked as its id-less form.
                 message = {key: value for key, value in message.items() if key != "id"}
-            problems = self._problems(era, "JSONRPCErrorResponse", message)
-            code = message.get("error", {}).get("code")
-            if era == "modern" and isinstance(code, int):
-                problems += self._problems(era, STANDARD_ERRORS.get(code), message["error"])
-                problems += self._problems(era, MCP_ERROR_RESPONSES.get(code), message)
+            problems = self.validate(era, "JSONRPCErrorResponse", message)
+            code = message.get("error", {}).get("code") if isinstance(message.get("error"), dict) else None
+            if era == "modern" and isinstance(code, int) and not isinstance(code, bool):
+                if -32019 <= code <= -32000 or (-32099 <= code <= -32020 and code not in MCP_ERROR_RESPONSES):
+                    problems.append(f"error code {code} must not be emitted in 2026-07-28")
+                problems += self.validate(era, STANDARD_ERRORS.get(code), message["error"])
+                problems += self.validate(era, MCP_ERROR_RESPONSES.get(code), message)
             return problems
-        problems = self._problems(era, "JSONRPCResultResponse", message)
+        problems = self.validate(era, "JSONRPCResultResponse", message)
         result = message.get("result")
         if not isinstance(result, dict):
             return problems
         if era == "modern" and result.get("resultType") == "input_required":
-            return problems + self._problems(era, "InputRequiredResult", result)
+            return problems + self.validate(era, "InputRequiredResult", result)
         if era == "modern" and result.get("resultType") == "task":
-            return problems + self._problems("tasks", "CreateTaskResult", result)
+            return problems + self.validate("tasks", "CreateTaskResult", result)
         if era == "modern" and method in TASK_RESULTS:
-            return problems + self._problems("tasks", TASK_RESULTS[method], result)
-        results = MODERN_RESULTS if era == "modern" else LEGACY_RESULTS
-        return problems + self._problems(era, results.get(method or ""), result)
+            return problems + self.validate("tasks", TASK_RESULTS[method], result)
+        definition, unknown = self._defined(MODERN_RESULTS if era == "modern" else LEGACY_RESULTS, method, "result")
+        return problems + unknown + self.validate(era, definition, result)
+
+    def check(self, era: str, message: dict[str, Any], method: str | None = None) -> None:
+        """``problems``, raised as one ``SchemaViolation``."""
+        problems = self.problems(era, message, method)
+        if problems:
+            raise SchemaViolation("\n".join(problems))
 
 
 # --- transports ---------------------------------------------------------------------------------------
@@ -486,8 +555,11 @@ class AsyncClient:
     * ``on_elicitation``, ``on_sampling``, ``on_roots``: ``callback(params) -> result`` (plain or
       ``async``); ``on_roots`` may also return a plain list of roots.
     * ``max_rounds``: MRTR retries per call before giving up (``AssertionError``).
-    * ``timeout``: seconds to wait for each answer; ``task_timeout``: for a task to end.
-    * ``schema_dir``: the folder of official schemas (else ``$MCP_REF_SCHEMA_DIR``; ``False``: no checks).
+    * ``timeout``: seconds to wait for each answer; ``task_timeout``: for a task to end;
+      ``poll_interval``: seconds between ``tasks/get`` polls (default: the task's
+      ``pollIntervalMs``, at most one second).
+    * ``schema_dir``: the folder of official schemas (else ``$MCP_REF_SCHEMA_DIR``; ``False``: no
+      checks); ``schemas``: a ``Schemas`` instead, for files that are not in one folder.
     * ``expect_exit_status``: what a spawned server must exit with at ``close()`` (``None``: anything).
     """
 
@@ -507,7 +579,9 @@ class AsyncClient:
         max_rounds: int = 16,
         timeout: float = 10.0,
         task_timeout: float = 60.0,
+        poll_interval: float | None = None,
         schema_dir: str | os.PathLike[str] | None | bool = None,
+        schemas: Schemas | None = None,
         env: dict[str, str] | None = None,
         cwd: str | os.PathLike[str] | None = None,
         expect_exit_status: int | None = 0,
@@ -536,9 +610,10 @@ class AsyncClient:
         self.max_rounds = max_rounds
         self.timeout = timeout
         self.task_timeout = task_timeout
+        self.poll_interval = poll_interval
         self.expect_exit_status = expect_exit_status
         self.grace_seconds = grace_seconds
-        self._schemas = _Schemas.find(schema_dir)
+        self.schemas = schemas if schemas is not None else Schemas.find(schema_dir)
         self.notifications: list[dict[str, Any]] = []  # every notification the server wrote
         self.transcript: list[tuple[str, bytes]] = []  # ("sent" | "received", line), in order
         self.violations: list[str] = []  # every problem found, raised or not
@@ -662,7 +737,7 @@ class AsyncClient:
     def _response(self, message: dict[str, Any]) -> None:
         request_id = message.get("id")
         pending = self._pending.get(request_id) if isinstance(request_id, int) and not isinstance(request_id, bool) else None
-        for problem in self._schemas.check(self.era, message, pending.method if pending else None):
+        for problem in self.schemas.problems(self.era, message, pending.method if pending else None):
             self._problem(problem, pending)
         if pending is None:
             self._problem(f"a response to no request in flight: {json.dumps(message)[:300]}", None)
@@ -684,7 +759,7 @@ class AsyncClient:
         for owner in owners:
             owner.notifications.append(message)
         owner_for_problems = subscription.pending if subscription is not None else (owners[0] if owners else None)
-        for problem in self._schemas.check(self.era, message, None):
+        for problem in self.schemas.problems(self.era, message, None):
             self._problem(problem, owner_for_problems)
         if subscription is not None:
             subscription._add(message)
@@ -693,7 +768,7 @@ class AsyncClient:
         current = self._current()
         if self.era == "modern":
             self._problem(f"a 2026-07-28 server sent a request: {json.dumps(message)[:300]}", current)
-        for problem in self._schemas.check("legacy", message, None) if self.era == "legacy" else ():
+        for problem in self.schemas.problems("legacy", message, None) if self.era == "legacy" else ():
             self._problem(problem, current)
         if current is not None:
             current.server_requests.append(message)
@@ -737,7 +812,7 @@ class AsyncClient:
         self.transcript.append(("sent", line))
         await self._transport.send(line)
 
-    def _meta(self, progress_token: str | None, extra: dict[str, Any] | None) -> dict[str, Any] | None:
+    def _meta(self, progress_token: str | int | None, extra: dict[str, Any] | None) -> dict[str, Any] | None:
         meta: dict[str, Any] = {}
         if self.era == "modern":
             meta = {PROTOCOL_VERSION: self.protocol_version, CLIENT_CAPABILITIES: self.capabilities, CLIENT_INFO: self.client_info}
@@ -748,20 +823,30 @@ class AsyncClient:
         meta.update(extra or {})
         return meta or None
 
-    async def send_request(self, method: str, params: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None, progress: bool = True, progress_token: str | None = None) -> Pending:
+    async def send_request(
+        self,
+        method: str,
+        params: dict[str, Any] | None = None,
+        *,
+        meta: dict[str, Any] | None = None,
+        progress: bool = True,
+        progress_token: str | int | None = None,
+    ) -> Pending:
         """Send one request and return at once; ``await pending.reply()`` for its answer.
 
         ``_meta`` is filled in for the era (``meta`` adds or replaces members); with ``progress``
-        the request carries a progress token (``progress_token``, or a fresh one).
+        the request carries a progress token (``progress_token``, a string or an integer, or a
+        fresh string), and the progress notifications carrying it are the request's.
         """
         if self._eof:
             raise ServerExitError(f"the server has closed its output; stderr:\n{self.stderr[-2000:]}")
         request_id = next(self._ids)
-        token = (progress_token or f"mcp-ref-testing-{request_id}") if progress else None
+        token = (f"mcp-ref-testing-{request_id}" if progress_token is None else progress_token) if progress else None
         body = dict(params or {})
         built = self._meta(token, meta)
         if built is not None:
             body["_meta"] = built
+            token = built.get(PROGRESS_TOKEN)  # as sent: ``meta`` may have replaced or added it
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         future.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "exception was never retrieved"
         pending = Pending(self, request_id, method, token, future)
@@ -822,16 +907,22 @@ class AsyncClient:
         """``ping`` (legacy era)."""
         return await self.request("ping")
 
-    async def _list_all(self, method: str, key: str, max_pages: int = 10_000) -> list[dict[str, Any]]:
-        items: list[dict[str, Any]] = []
+    async def pages(self, method: str, params: dict[str, Any] | None = None, *, max_pages: int = 10_000) -> list[dict[str, Any]]:
+        """Every page of a list method (``tools/list``, ``resources/list``, ...): its first result,
+        then one per ``nextCursor`` until a page has none. More than ``max_pages`` pages is an
+        ``AssertionError`` (a cursor chain that never ends)."""
+        results: list[dict[str, Any]] = []
         cursor: str | None = None
-        for _ in range(max_pages):
-            reply = await self.request(method, {"cursor": cursor} if cursor is not None else {})
-            items.extend(reply.result.get(key, []))
+        while len(results) < max_pages:
+            reply = await self.request(method, {**(params or {}), "cursor": cursor} if cursor is not None else params)
+            results.append(reply.result)
             cursor = reply.result.get("nextCursor")
             if cursor is None:
-                return items
+                return results
         raise AssertionError(f"{method} still had a nextCursor after {max_pages} pages")
+
+    async def _list_all(self, method: str, key: str) -> list[dict[str, Any]]:
+        return [item for page in await self.pages(method) for item in page.get(key, [])]
 
     async def list_tools(self) -> list[dict[str, Any]]:
         """Every tool, following ``nextCursor`` through every page."""
@@ -901,7 +992,7 @@ class AsyncClient:
                 continue
             if asyncio.get_running_loop().time() > deadline:
                 raise TimeoutError(f"task {task_id} still {status} after {self.task_timeout} s")
-            await asyncio.sleep(min(task.get("pollIntervalMs", 100), 1000) / 1000)
+            await asyncio.sleep(self.poll_interval if self.poll_interval is not None else min(task.get("pollIntervalMs", 100), 1000) / 1000)
         if status == "failed":
             raise RequestError("tools/call", task.get("error", {}), reply)
         reply.result = task.get("result", {})
@@ -975,6 +1066,7 @@ class _SyncView:
         if inspect.iscoroutinefunction(attribute):
 
             def run(*args: Any, **kwargs: Any) -> Any:
+                self._owner._started_loop()  # before the coroutine exists: never one left un-awaited
                 return self._owner._wrap(self._owner._run(attribute(*args, **kwargs)))
 
             run.__name__ = name
@@ -998,10 +1090,13 @@ class Client(_SyncView):
         super().__init__(self, AsyncClient(target, **options))
         object.__setattr__(self, "_loop", None)
 
-    def _run(self, work: Awaitable[Any]) -> Any:
+    def _started_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             raise RuntimeError("the client is not started: use `with Client(...) as client:` or call start()")
-        return self._loop.run_until_complete(work)
+        return self._loop
+
+    def _run(self, work: Awaitable[Any]) -> Any:
+        return self._started_loop().run_until_complete(work)
 
     def _wrap(self, value: Any) -> Any:
         return _SyncView(self, value) if isinstance(value, (Pending, Subscription)) else value

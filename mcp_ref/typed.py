@@ -38,9 +38,13 @@ Descriptions come from ``Annotated[int, "the first number"]`` (a string; a dict 
 section of the docstring (``name: text`` or ``name (type): text``, continuation lines indented
 deeper). ``Annotated`` wins where both describe a parameter.
 
-Everything here uses the standard library (``inspect``, ``typing``, ``dataclasses``, ``enum``;
-all loaded by ``import mcp_ref`` already), and ``mcp_ref.server`` imports this module only when
-a tool is registered.
+Everything here uses the standard library (``inspect``, ``typing``, ``dataclasses``, ``enum``).
+``mcp_ref.server`` imports this module when a tool is registered (``is_classic`` decides the
+form), so importing it must stay cheap for every server, typed or not: ``inspect`` and
+``typing`` are loaded by ``asyncio`` anyway, ``dataclasses`` is imported where it is used, and
+nothing is built at import but a few constants (no dataclass, no compiled pattern; ``re``
+caches the docstring pattern on first use). A typed tool's schemas are derived once, at
+registration (tens of microseconds for a small handler); calls only convert arguments.
 """
 
 from __future__ import annotations
@@ -50,7 +54,6 @@ import json
 import re
 import types
 import typing
-from dataclasses import dataclass
 from typing import Any, Callable
 
 __all__ = ["TypedHandler", "derive", "is_classic", "schema_for", "to_json"]
@@ -58,20 +61,28 @@ __all__ = ["TypedHandler", "derive", "is_classic", "schema_for", "to_json"]
 CLASSIC_NAMES = ("arguments", "args")
 
 _DOC_SECTIONS = ("Args:", "Arguments:", "Parameters:")
-_DOC_ENTRY = re.compile(r"(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)")
+_DOC_ENTRY = r"(\w+)\s*(?:\([^)]*\))?\s*:\s*(.*)"  # "name: text" or "name (type): text"
 
 
 class _Inexpressible(Exception):
     """An annotation with no JSON Schema (turned into a ValueError naming the parameter)."""
 
 
-@dataclass
 class TypedHandler:
-    """What ``derive`` makes of a typed handler: a classic ``call(ctx, arguments)`` and the schemas."""
+    """What ``derive`` makes of a typed handler: a classic ``call(ctx, arguments)`` and the schemas.
 
-    call: Callable[..., Any]
-    input_schema: dict[str, Any]
-    output_schema: dict[str, Any] | None
+    (A plain class, not a dataclass: this module is imported by every server that has a tool.)
+    """
+
+    __slots__ = ("call", "input_schema", "output_schema")
+
+    def __init__(self, call: Callable[..., Any], input_schema: dict[str, Any], output_schema: dict[str, Any] | None) -> None:
+        self.call = call
+        self.input_schema = input_schema
+        self.output_schema = output_schema
+
+    def __repr__(self) -> str:
+        return f"TypedHandler(call={self.call!r}, input_schema={self.input_schema!r}, output_schema={self.output_schema!r})"
 
 
 # --- telling the forms apart ------------------------------------------------------------------
@@ -289,8 +300,13 @@ def _add_default(schema: dict[str, Any], default: Any) -> None:
 # --- values in and out ----------------------------------------------------------------------------
 
 
+_JSON_SCALARS = (str, int, float, bool)
+
+
 def to_json(value: Any) -> Any:
     """A handler's return value as JSON: dataclasses become objects, enums their values, tuples arrays."""
+    if value is None or type(value) in _JSON_SCALARS:  # the common case, on every call: no imports, no walk
+        return value
     import dataclasses
     import enum
 
@@ -375,7 +391,7 @@ def _doc_descriptions(handler: Callable[..., Any]) -> dict[str, str]:
             break
         if entry_indent is None:
             entry_indent = indent
-        match = _DOC_ENTRY.fullmatch(line.strip())
+        match = re.fullmatch(_DOC_ENTRY, line.strip())
         if indent == entry_indent and match:
             current = match.group(1)
             found[current] = match.group(2).strip()
@@ -456,6 +472,8 @@ def _adapter(handler: Callable[..., Any], converters: dict[str, Converter]) -> C
     from .tools import ToolResult
 
     def keywords(arguments: dict[str, Any]) -> dict[str, Any]:
+        if not converters:  # JSON already is what the annotations promise (str, int, list[str], ...)
+            return arguments
         return {name: (converters[name](value) if name in converters else value) for name, value in arguments.items()}
 
     def shaped(value: Any) -> Any:

@@ -20,28 +20,30 @@ summary says so in one line; every other assertion of the suite still runs.
 
 ``check_modern(message, method)`` validates a server message of the 2026-07-28 era,
 ``check_legacy(message, method)`` one of the 2025-11-25 era. ``method`` is the method of the
-request a response answers (a response does not name it); notifications name their own.
+request a response answers (a response does not name it); notifications name their own. The
+checks themselves are ``mcp_ref.testing.Schemas`` (the test client's), in its strict mode, plus
+one rule of this suite's harnesses: a server sends no request on stdio. ``schemas()`` gives a
+test client the same schemas: ``Client(server, schemas=schemas())``.
 """
 
 from __future__ import annotations
 
 import functools
 import hashlib
-import json
 import os
 import tempfile
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-import jsonschema
-import referencing
+from mcp_ref.testing import Schemas, SchemaViolation
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_DIR = REPO_ROOT.parent / "shared" / "reference"
 # The official schemas, pinned: the commit of modelcontextprotocol/modelcontextprotocol that last
 # changed either file, and the sha256 of each file at that commit.
 PINNED_COMMIT = "271ecc9accafdd9b83a3c869fa67c22953b2af80"
+ERAS = {"modern": "2026-07-28", "legacy": "2025-11-25"}
 PINNED_SHA256 = {
     "2026-07-28": "ef70b61f99b6d2e5e3b46863822eab08dff6a45bedc7a08914e0e5b133f40203",
     "2025-11-25": "268a5f82ba70fd7e4b6dc4aa1e64f116f74b4d0edcb69dc046829c79dd4e97e7",
@@ -142,156 +144,44 @@ def available() -> bool:
     return schema_dir()[0] is not None
 
 
-# Result definition per method, per era. tools/call, prompts/get and resources/read may also
-# answer with an InputRequiredResult in the modern era.
-MODERN_RESULTS = {
-    "server/discover": "DiscoverResult",
-    "tools/list": "ListToolsResult",
-    "tools/call": "CallToolResult",
-    "resources/list": "ListResourcesResult",
-    "resources/templates/list": "ListResourceTemplatesResult",
-    "resources/read": "ReadResourceResult",
-    "prompts/list": "ListPromptsResult",
-    "prompts/get": "GetPromptResult",
-    "completion/complete": "CompleteResult",
-    "subscriptions/listen": "SubscriptionsListenResult",
-}
-LEGACY_RESULTS = {
-    "initialize": "InitializeResult",
-    "ping": "EmptyResult",
-    "logging/setLevel": "EmptyResult",
-    "resources/subscribe": "EmptyResult",
-    "resources/unsubscribe": "EmptyResult",
-    **{m: d for m, d in MODERN_RESULTS.items() if m not in ("server/discover", "subscriptions/listen")},
-}
-NOTIFICATIONS = {
-    "notifications/progress": "ProgressNotification",
-    "notifications/message": "LoggingMessageNotification",
-    "notifications/tools/list_changed": "ToolListChangedNotification",
-    "notifications/prompts/list_changed": "PromptListChangedNotification",
-    "notifications/resources/list_changed": "ResourceListChangedNotification",
-    "notifications/resources/updated": "ResourceUpdatedNotification",
-    "notifications/subscriptions/acknowledged": "SubscriptionsAcknowledgedNotification",
-    "notifications/cancelled": "CancelledNotification",
-}
-# Standard codes: the schema defines the error *object*; MCP codes: the whole response.
-MODERN_ERROR_OBJECTS = {
-    -32700: "ParseError",
-    -32600: "InvalidRequestError",
-    -32601: "MethodNotFoundError",
-    -32602: "InvalidParamsError",
-    -32603: "InternalError",
-}
-MODERN_ERROR_RESPONSES = {
-    -32021: "MissingRequiredClientCapabilityError",
-    -32022: "UnsupportedProtocolVersionError",
-}
-
-
-class SchemaViolation(AssertionError):
-    """A server message does not match the official schema."""
-
-
 @functools.lru_cache(maxsize=None)
-def _schema(version: str) -> dict[str, Any]:
-    folder, account = schema_dir()
-    if folder is None:
-        raise FileNotFoundError(account)
-    return json.loads((folder / _file_name(version)).read_text())
+def _schemas_in(folder: Path | None, tasks: Path | None) -> Schemas:
+    paths = {era: folder / _file_name(version) if folder is not None else None for era, version in ERAS.items()}
+    return Schemas(paths["modern"], paths["legacy"], tasks, strict=True)
 
 
-@functools.lru_cache(maxsize=None)
-def _validator(version: str, definition: str) -> jsonschema.Draft202012Validator:
-    if version == "tasks":
-        path = tasks_schema_path()
-        assert path is not None
-        schema = json.loads(path.read_text())
-    else:
-        schema = _schema(version)
-    resource = referencing.Resource.from_contents(schema, default_specification=referencing.jsonschema.DRAFT202012)
-    registry = referencing.Registry().with_resource("urn:mcp-schema", resource)
-    return jsonschema.Draft202012Validator({"$ref": f"urn:mcp-schema#/$defs/{definition}"}, registry=registry)
+def schemas() -> Schemas:
+    """The schemas found above, as ``mcp_ref.testing`` checks them, strictly: a notification or
+    an answered method the schemas do not define is a violation too. Give it to a test client:
+    ``Client(server, schemas=schemas())``."""
+    return _schemas_in(schema_dir()[0], tasks_schema_path())
 
 
 def validate(version: str, definition: str, instance: Any) -> None:
-    """Raise ``SchemaViolation`` listing every error of ``instance`` against ``#/$defs/<definition>``.
-
-    Does nothing when the official schemas are not available (see ``schema_dir``).
-    """
+    """Raise ``SchemaViolation`` listing every error of ``instance`` against ``#/$defs/<definition>``
+    of the ``version`` schema. Does nothing when the official schemas are not available (see ``schema_dir``)."""
     if not available():
         return
-    errors = sorted(_validator(version, definition).iter_errors(instance), key=lambda e: list(e.absolute_path))
-    if errors:
-        details = "\n".join(f"  at /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:10])
-        raise SchemaViolation(f"{definition} ({version}) violated by {json.dumps(instance)[:500]}\n{details}")
+    problems = schemas().validate(_era(version), definition, instance)
+    if problems:
+        raise SchemaViolation("\n".join(problems))
 
 
-def validate_tasks(definition: str, instance: Any) -> None:
-    """Like ``validate``, against the tasks extension's schema (a no-op without it)."""
-    if tasks_schema_path() is None:
-        return
-    errors = sorted(_validator("tasks", definition).iter_errors(instance), key=lambda e: list(e.absolute_path))
-    if errors:
-        details = "\n".join(f"  at /{'/'.join(map(str, e.absolute_path))}: {e.message}" for e in errors[:10])
-        raise SchemaViolation(f"{definition} (tasks extension) violated by {json.dumps(instance)[:500]}\n{details}")
+def _era(version: str) -> str:
+    return next(era for era, known in ERAS.items() if known == version)
 
 
-TASKS_RESULTS = {"tasks/get": "GetTaskResult", "tasks/update": "UpdateTaskResult", "tasks/cancel": "CancelTaskResult"}
-
-
-def _check(version: str, results: dict[str, str], message: dict[str, Any], method: str | None) -> None:
-    if "method" in message:
-        if "id" in message:
-            raise SchemaViolation(f"the server sent a request: {message}")
-        validate(version, "JSONRPCNotification", message)
-        if version == "2026-07-28" and message["method"] == "notifications/tasks":
-            validate_tasks("TaskStatusNotification", message)
-            return
-        definition = NOTIFICATIONS.get(message["method"])
-        if definition is None:
-            raise SchemaViolation(f"unexpected notification method {message['method']!r}")
-        validate(version, definition, message)
-        return
-    if "error" in message:
-        if message.get("id", 0) is None:
-            # JSON-RPC 2.0 wants "id": null when the request id could not be read; the MCP schema
-            # types id as an optional string|number. We send null on purpose (spec/ BASE-ERROR-ID-NULL),
-            # so check the rest of the message as the schema's id-less form.
-            message = {key: value for key, value in message.items() if key != "id"}
-        validate(version, "JSONRPCErrorResponse", message)
-        if version == "2026-07-28":
-            code = message["error"]["code"]
-            if -32019 <= code <= -32000 or (-32099 <= code <= -32020 and code not in MODERN_ERROR_RESPONSES):
-                raise SchemaViolation(f"error code {code} must not be emitted in 2026-07-28")
-            if code in MODERN_ERROR_OBJECTS:
-                validate(version, MODERN_ERROR_OBJECTS[code], message["error"])
-            if code in MODERN_ERROR_RESPONSES:
-                validate(version, MODERN_ERROR_RESPONSES[code], message)
-        return
-    validate(version, "JSONRPCResultResponse", message)
-    result = message["result"]
-    if version == "2026-07-28" and result.get("resultType") == "input_required":
-        validate(version, "InputRequiredResult", result)
-        return
-    if version == "2026-07-28" and result.get("resultType") == "task":
-        validate_tasks("CreateTaskResult", result)
-        return
-    if version == "2026-07-28" and method in TASKS_RESULTS:
-        validate_tasks(TASKS_RESULTS[method], result)
-        return
-    if method is None:
-        return
-    definition = results.get(method)
-    if definition is None:
-        raise SchemaViolation(f"no result definition known for {method!r}")
-    validate(version, definition, result)
+def _check(era: str, message: dict[str, Any], method: str | None) -> None:
+    if "method" in message and "id" in message:
+        raise SchemaViolation(f"the server sent a request: {message}")  # servers send none on stdio
+    schemas().check(era, message, method)
 
 
 def check_modern(message: dict[str, Any], method: str | None = None) -> None:
     """Validate one server message of the 2026-07-28 era."""
-    _check("2026-07-28", MODERN_RESULTS, message, method)
+    _check("modern", message, method)
 
 
 def check_legacy(message: dict[str, Any], method: str | None = None) -> None:
     """Validate one server message of the 2025-11-25 era."""
-    _check("2025-11-25", LEGACY_RESULTS, message, method)
+    _check("legacy", message, method)

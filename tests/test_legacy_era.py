@@ -6,21 +6,28 @@ server/resources#subscriptions, server/utilities/logging. What is stripped for w
 the table in ``mcp_ref/legacy.py``.
 
 The tests run over stdio against ``tests.servers.interop_server``; legacy traffic is checked
-against the 2025-11-25 schema, modern traffic against 2026-07-28 (``tests.wire``). One test needs
-a handler that returns the same objects every time and runs in-process (``tests.memory``).
+against the 2025-11-25 schema, modern traffic against 2026-07-28. A legacy session is
+``mcp_ref.testing.Client`` in the legacy era (it sends ``initialize`` and
+``notifications/initialized`` itself); tests that mix eras or send what no client would send talk
+raw stdio (``tests.wire``). One test needs a handler that returns the same objects every time and
+runs in-process (``tests.memory``).
 """
 
 from __future__ import annotations
 
 import itertools
 import json
-from typing import Any
+import os
+import sys
+from typing import Any, Iterator
 
 import pytest
 
-from mcp_ref import Server, resource_link
+from mcp_ref import Server, resource_link, testing
+from mcp_ref.testing import RequestError
 from tests import memory
-from tests.wire import ServerProcess, error_of, is_response, modern_request, notification, result_of, tool_call
+from tests.schema_check import schemas
+from tests.wire import REPO_ROOT, ServerProcess, error_of, is_response, modern_request, notification, result_of, tool_call
 
 INTEROP = "tests.servers.interop_server"
 DUAL_ERA = {"MCP_REF_MODERN_ONLY": None}
@@ -52,13 +59,18 @@ def handshake(process: ServerProcess, version: str = "2025-11-25") -> dict[str, 
     return response["result"]
 
 
-def messages_of_tool(process: ServerProcess, name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
+def legacy_client(version: str = "2025-11-25") -> testing.Client:
+    """A dual-era interop server behind a test client that opens a legacy session at ``version``."""
+    env = {name: value for name, value in os.environ.items() if name != "MCP_REF_MODERN_ONLY"}
+    command = [sys.executable, "-m", INTEROP]
+    return testing.Client(command, era="legacy", protocol_version=version, client_info={"name": "legacy-test-client", "version": "1.0"}, env=env, cwd=REPO_ROOT, schemas=schemas())
+
+
+def messages_of_tool(client: testing.Client, name: str, arguments: dict[str, Any]) -> list[dict[str, Any]]:
     """Call a tool as a legacy client; return the notifications it caused (written before its response)."""
-    request = legacy("tools/call", {"name": name, "arguments": arguments})
-    process.send(request)
-    messages = process.read_until(lambda m: is_response(m, request["id"]))
-    assert "result" in messages[-1], messages[-1]
-    return messages[:-1]
+    reply = client.call_tool(name, arguments)
+    assert not reply.is_error, reply.result
+    return reply.notifications
 
 
 @pytest.fixture
@@ -75,12 +87,18 @@ def mixed() -> Any:
         yield process
 
 
+@pytest.fixture
+def legacy_session() -> Iterator[testing.Client]:
+    """A fresh server after a legacy handshake at 2025-11-25."""
+    with legacy_client() as client:
+        yield client
+
+
 @pytest.fixture(scope="module", params=LEGACY_VERSIONS)
-def session(request: pytest.FixtureRequest) -> Any:
-    """A server after a legacy handshake at each version: (version, initialize result, process)."""
-    with ServerProcess(module=INTEROP, env=DUAL_ERA, schema="legacy") as process:
-        result = handshake(process, request.param)
-        yield request.param, result, process
+def session(request: pytest.FixtureRequest) -> Iterator[tuple[str, testing.Client]]:
+    """A server after a legacy handshake at each version: (version, client)."""
+    with legacy_client(request.param) as client:
+        yield request.param, client
 
 
 @pytest.fixture(scope="module")
@@ -101,7 +119,8 @@ def dual_era_modern_client() -> Any:
 
 @pytest.mark.req("LEGACY-VERSION-SAME-IF-SUPPORTED", "LEGACY-INIT-RESPONSE")
 def test_initialize_answers_with_the_requested_legacy_version(session: Any) -> None:
-    version, result, _ = session
+    version, client = session
+    result = client.initialize_result
     assert result["protocolVersion"] == version
     assert result["serverInfo"]["name"] == "interop-server"
     assert result["instructions"] == "An example server for MRTR, subscriptions and legacy clients."
@@ -117,7 +136,8 @@ def test_initialize_with_a_version_the_server_does_not_speak_answers_the_newest_
 
 @pytest.mark.req("VER-LEGACY-STRIPPING", "LEGACY-RESPECT-NEGOTIATED-VERSION")
 def test_initialize_result_has_no_modern_result_fields(session: Any) -> None:
-    _, result, _ = session
+    _, client = session
+    result = client.initialize_result
     assert not set(MODERN_ONLY_FIELDS) & set(result)
     assert "_meta" not in result
 
@@ -161,8 +181,8 @@ LEGACY_CALLS = [
 def test_legacy_results_carry_no_modern_fields_and_validate_against_the_legacy_schema(
     session: Any, method: str, params: dict[str, Any] | None
 ) -> None:
-    _, _, process = session
-    result = result_of(process.request(legacy(method, params)))  # schema-checked by the harness
+    _, client = session
+    result = client.request(method, params).result  # schema-checked by the client
     assert not set(MODERN_ONLY_FIELDS) & set(result)
     assert SERVER_INFO not in result.get("_meta", {})
 
@@ -173,8 +193,8 @@ def at_least(version: str, since: str) -> bool:
 
 @pytest.mark.req("VER-LEGACY-STRIPPING", "LEGACY-RESPECT-NEGOTIATED-VERSION")
 def test_tool_definitions_keep_only_fields_the_negotiated_version_knows(session: Any) -> None:
-    version, _, process = session
-    add = next(t for t in result_of(process.request(legacy("tools/list")))["tools"] if t["name"] == "add")
+    version, client = session
+    add = next(t for t in client.list_tools() if t["name"] == "add")
     assert ("icons" in add) == at_least(version, "2025-11-25")
     assert ("title" in add) == at_least(version, "2025-06-18")
     assert ("outputSchema" in add) == at_least(version, "2025-06-18")
@@ -184,17 +204,17 @@ def test_tool_definitions_keep_only_fields_the_negotiated_version_knows(session:
 
 @pytest.mark.req("VER-LEGACY-STRIPPING", "LEGACY-RESPECT-NEGOTIATED-VERSION")
 def test_structured_content_is_sent_only_to_versions_that_know_it(session: Any) -> None:
-    version, _, process = session
-    result = result_of(process.request(legacy("tools/call", {"name": "add", "arguments": {"a": 2, "b": 3}})))
+    version, client = session
+    result = client.call_tool("add", {"a": 2, "b": 3}).result
     assert ("structuredContent" in result) == at_least(version, "2025-06-18")
     assert result["content"] == [{"type": "text", "text": '{"sum": 5}'}]
 
 
 @pytest.mark.req("VER-LEGACY-STRIPPING", "LEGACY-RESPECT-NEGOTIATED-VERSION")
 def test_structured_output_that_is_not_an_object_reaches_legacy_clients_only_as_text(session: Any) -> None:
-    _, _, process = session
-    listed = next(t for t in result_of(process.request(legacy("tools/list")))["tools"] if t["name"] == "list_names")
-    result = result_of(process.request(legacy("tools/call", {"name": "list_names", "arguments": {}})))
+    _, client = session
+    listed = next(t for t in client.list_tools() if t["name"] == "list_names")
+    result = client.call_tool("list_names").result
     assert "outputSchema" not in listed
     assert "structuredContent" not in result
     assert json.loads(result["content"][0]["text"]) == ["Ada", "Alan", "Alonzo", "Barbara", "Grace"]
@@ -211,8 +231,8 @@ def test_structured_output_that_is_not_an_object_is_kept_for_modern_clients(dual
 
 @pytest.mark.req("VER-LEGACY-STRIPPING", "LEGACY-RESPECT-NEGOTIATED-VERSION")
 def test_resource_links_and_audio_are_rewritten_as_text_for_versions_without_them(session: Any) -> None:
-    version, _, process = session
-    content = result_of(process.request(legacy("tools/call", {"name": "media", "arguments": {}})))["content"]
+    version, client = session
+    content = client.call_tool("media").content
     link, clip = content[1], content[2]
     if at_least(version, "2025-06-18"):
         assert link == {"type": "resource_link", "uri": "note://current", "name": "current-note", "mimeType": "text/plain"}
@@ -226,7 +246,8 @@ def test_resource_links_and_audio_are_rewritten_as_text_for_versions_without_the
 
 @pytest.mark.req("VER-LEGACY-STRIPPING", "LEGACY-RESPECT-NEGOTIATED-VERSION", "LEGACY-RES-CAPABILITY", "LEGACY-LOG-CAPABILITY")
 def test_server_info_and_capabilities_keep_only_what_the_negotiated_version_knows(session: Any) -> None:
-    version, result, _ = session
+    version, client = session
+    result = client.initialize_result
     assert ("title" in result["serverInfo"]) == at_least(version, "2025-06-18")
     assert ("completions" in result["capabilities"]) == at_least(version, "2025-03-26")
     assert result["capabilities"]["resources"] == {"subscribe": True, "listChanged": True}
@@ -235,10 +256,10 @@ def test_server_info_and_capabilities_keep_only_what_the_negotiated_version_know
 
 @pytest.mark.req("VER-LEGACY-STRIPPING", "LEGACY-RESPECT-NEGOTIATED-VERSION")
 def test_resource_prompt_and_template_listings_keep_only_fields_the_negotiated_version_knows(session: Any) -> None:
-    version, _, process = session
-    note = next(r for r in result_of(process.request(legacy("resources/list")))["resources"] if r["uri"] == "note://current")
-    template = result_of(process.request(legacy("resources/templates/list")))["resourceTemplates"][0]
-    prompt = next(p for p in result_of(process.request(legacy("prompts/list")))["prompts"] if p["name"] == "greet_user")
+    version, client = session
+    note = next(r for r in client.list_resources() if r["uri"] == "note://current")
+    template = client.list_resource_templates()[0]
+    prompt = next(p for p in client.list_prompts() if p["name"] == "greet_user")
     assert ("icons" in note) == at_least(version, "2025-11-25")
     assert ("title" in note) == at_least(version, "2025-06-18")
     assert ("title" in template) == at_least(version, "2025-06-18")
@@ -274,14 +295,13 @@ def test_ping_before_initialize_is_answered_with_an_empty_result(fresh: ServerPr
 
 @pytest.mark.req("LEGACY-PING-EMPTY-RESULT")
 def test_ping_after_initialize_is_answered_with_an_empty_result(session: Any) -> None:
-    _, _, process = session
-    assert result_of(process.request(legacy("ping"))) == {}
+    _, client = session
+    assert client.ping().result == {}
 
 
 @pytest.mark.req("LEGACY-LOG-SET-LEVEL", "LEGACY-NEGOTIATED-CAPABILITIES-ONLY")
-def test_without_set_level_a_legacy_client_gets_no_log_messages(fresh: ServerProcess) -> None:
-    handshake(fresh)
-    assert messages_of_tool(fresh, "log_every_level", {}) == []
+def test_without_set_level_a_legacy_client_gets_no_log_messages(legacy_session: testing.Client) -> None:
+    assert messages_of_tool(legacy_session, "log_every_level", {}) == []
 
 
 @pytest.mark.req("LEGACY-LOG-SET-LEVEL")
@@ -293,52 +313,47 @@ def test_without_set_level_a_legacy_client_gets_no_log_messages(fresh: ServerPro
         ("emergency", ["emergency"]),
     ],
 )
-def test_set_level_sends_log_messages_at_that_level_and_above(fresh: ServerProcess, level: str, expected: list[str]) -> None:
-    handshake(fresh)
-    assert result_of(fresh.request(legacy("logging/setLevel", {"level": level}))) == {}
-    messages = messages_of_tool(fresh, "log_every_level", {})
+def test_set_level_sends_log_messages_at_that_level_and_above(legacy_session: testing.Client, level: str, expected: list[str]) -> None:
+    assert legacy_session.request("logging/setLevel", {"level": level}).result == {}
+    messages = messages_of_tool(legacy_session, "log_every_level", {})
     assert [m["method"] for m in messages] == ["notifications/message"] * len(expected)
     assert [m["params"]["level"] for m in messages] == expected
     assert messages[0]["params"] == {"level": expected[0], "data": f"a {expected[0]} message", "logger": "interop"}
 
 
 @pytest.mark.req("LEGACY-LOG-INVALID-LEVEL-32602")
-def test_set_level_with_an_unknown_level_is_invalid_params(fresh: ServerProcess) -> None:
-    handshake(fresh)
-    assert error_of(fresh.request(legacy("logging/setLevel", {"level": "loud"})))["code"] == -32602
+def test_set_level_with_an_unknown_level_is_invalid_params(legacy_session: testing.Client) -> None:
+    assert legacy_session.request("logging/setLevel", {"level": "loud"}, check=False).error["code"] == -32602
 
 
 @pytest.mark.req("LEGACY-RES-SUBSCRIBE", "RES-UPDATED-ON-STREAM")
-def test_subscribed_resource_updates_are_sent_to_a_legacy_client(fresh: ServerProcess) -> None:
-    handshake(fresh)
-    assert result_of(fresh.request(legacy("resources/subscribe", {"uri": "note://current"}))) == {}
-    messages = messages_of_tool(fresh, "set_note", {"text": "new"})
+def test_subscribed_resource_updates_are_sent_to_a_legacy_client(legacy_session: testing.Client) -> None:
+    assert legacy_session.request("resources/subscribe", {"uri": "note://current"}).result == {}
+    messages = messages_of_tool(legacy_session, "set_note", {"text": "new"})
     assert messages == [{"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": "note://current"}}]
 
 
 @pytest.mark.req("LEGACY-RES-SUBSCRIBE", "LEGACY-NEGOTIATED-CAPABILITIES-ONLY")
-def test_unsubscribed_or_never_subscribed_resources_send_no_updates(fresh: ServerProcess) -> None:
-    handshake(fresh)
-    assert messages_of_tool(fresh, "set_note", {"text": "unwatched"}) == []
-    result_of(fresh.request(legacy("resources/subscribe", {"uri": "note://current"})))
-    result_of(fresh.request(legacy("resources/unsubscribe", {"uri": "note://current"})))
-    assert messages_of_tool(fresh, "set_note", {"text": "no longer watched"}) == []
+def test_unsubscribed_or_never_subscribed_resources_send_no_updates(legacy_session: testing.Client) -> None:
+    assert messages_of_tool(legacy_session, "set_note", {"text": "unwatched"}) == []
+    legacy_session.request("resources/subscribe", {"uri": "note://current"})
+    legacy_session.request("resources/unsubscribe", {"uri": "note://current"})
+    assert messages_of_tool(legacy_session, "set_note", {"text": "no longer watched"}) == []
 
 
 @pytest.mark.req("LEGACY-RES-LIST-CHANGED", "LEGACY-NEGOTIATED-CAPABILITIES-ONLY", "TOOLS-LIST-CHANGED-NOTIFY", "PROMPT-LIST-CHANGED-NOTIFY", "RES-LIST-CHANGED-NOTIFY")
 @pytest.mark.parametrize("kind", ["tools", "prompts", "resources"])
-def test_list_changes_are_announced_to_a_legacy_client(fresh: ServerProcess, kind: str) -> None:
-    handshake(fresh)
-    messages = messages_of_tool(fresh, "announce_change", {"kind": kind})
+def test_list_changes_are_announced_to_a_legacy_client(legacy_session: testing.Client, kind: str) -> None:
+    messages = messages_of_tool(legacy_session, "announce_change", {"kind": kind})
     assert messages == [{"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"}]
 
 
 @pytest.mark.req("LEGACY-RES-NOT-FOUND-32002")
-def test_reading_a_missing_resource_is_32002_for_a_legacy_client(fresh: ServerProcess) -> None:
-    handshake(fresh)
-    error = error_of(fresh.request(legacy("resources/read", {"uri": "note://missing"})))
-    assert error["code"] == -32002
-    assert error["data"] == {"uri": "note://missing"}
+def test_reading_a_missing_resource_is_32002_for_a_legacy_client(legacy_session: testing.Client) -> None:
+    with pytest.raises(RequestError) as error:
+        legacy_session.read_resource("note://missing")
+    assert error.value.code == -32002
+    assert error.value.data == {"uri": "note://missing"}
 
 
 @pytest.mark.req("RES-NOT-FOUND-32602", "BASE-NO-32002-MODERN", "VER-BOTH-ERAS-CONCURRENTLY")
@@ -423,9 +438,8 @@ def test_modern_meta_naming_a_legacy_version_is_unsupported_even_on_a_dual_era_s
 
 
 @pytest.mark.req("VER-REMOVED-METHODS-32601")
-def test_subscriptions_listen_without_modern_meta_is_method_not_found_for_a_legacy_client(fresh: ServerProcess) -> None:
-    handshake(fresh)
-    error = error_of(fresh.request(legacy("subscriptions/listen", {"notifications": {"toolsListChanged": True}})))
+def test_subscriptions_listen_without_modern_meta_is_method_not_found_for_a_legacy_client(legacy_session: testing.Client) -> None:
+    error = legacy_session.request("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, check=False).error
     assert error["code"] == -32601
 
 

@@ -1,9 +1,10 @@
 """Input requests for initialize-era clients: the same handler API (``ctx.ask``, ``ctx.ask_all``,
 ``InputRequired``) served with server-to-client requests (``mcp_ref/outgoing.py``).
 
-Raw stdio against ``mcp-ref-everything``, and the official SDK client (``mcp==2.3.0``) in
-``legacy`` mode against every interactive tool of ``mcp-ref-everything`` and ``mcp-ref-fs``'s
-``delete_file``.
+``mcp_ref.testing.Client`` in the legacy era against ``mcp-ref-everything`` (its callbacks answer
+the server's requests), raw stdio where a test answers by hand, and the official SDK client
+(``mcp==2.3.0``) in ``legacy`` mode against every interactive tool of ``mcp-ref-everything`` and
+``mcp-ref-fs``'s ``delete_file``.
 """
 
 from __future__ import annotations
@@ -13,13 +14,15 @@ import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Any, AsyncIterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
 import anyio
 import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 
+from mcp_ref import testing
+from tests.schema_check import schemas
 from tests.wire import ServerProcess, cancel, notification, result_of, tool_call
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
@@ -28,12 +31,22 @@ ALL = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
 
 
 def legacy_session(version: str = "2025-11-25", capabilities: dict[str, Any] | None = None, **env: str) -> ServerProcess:
+    """A raw session after the handshake, for tests that answer (or do not answer) by hand."""
     server = ServerProcess(module=MODULE, schema=None, env=env or None)
     server.allow_server_requests = True
     params = {"protocolVersion": version, "capabilities": ALL if capabilities is None else capabilities, "clientInfo": {"name": "t", "version": "1"}}
     assert result_of(server.request({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": params}))["protocolVersion"] == version
     server.send(notification("notifications/initialized"))
     return server
+
+
+@contextlib.contextmanager
+def legacy_client(version: str = "2025-11-25", capabilities: dict[str, Any] = ALL, **callbacks: Any) -> Iterator[testing.Client]:
+    """A test client after the handshake at ``version``, answering the server's requests with ``callbacks``."""
+    command = [sys.executable, "-m", MODULE]
+    with testing.Client(command, era="legacy", protocol_version=version, capabilities=capabilities, schemas=schemas(), **callbacks) as client:
+        assert client.initialize_result is not None and client.initialize_result["protocolVersion"] == version
+        yield client
 
 
 def call(server: ServerProcess, request_id: Any, name: str) -> None:
@@ -48,68 +61,66 @@ def text(response: dict[str, Any]) -> str:
     return " ".join(block["text"] for block in result_of(response)["content"])
 
 
+def answer_name(name: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    return lambda params: {"action": "accept", "content": {"name": name}}
+
+
 @pytest.mark.req("LEGACY-CLIENT-INPUT-REQUESTS", "LEGACY-CLIENT-REQUEST-IDS")
 def test_a_legacy_client_is_sent_elicitation_create_and_its_answer_completes_the_tool() -> None:
-    with legacy_session() as server:
-        call(server, 1, "test_input_required_result_elicitation")
-        asked = next_server_request(server)
+    with legacy_client(on_elicitation=answer_name("Ada")) as client:
+        reply = client.call_tool("test_input_required_result_elicitation")
+        (asked,) = reply.rounds  # the server's own request, answered by the callback
         assert asked["method"] == "elicitation/create" and asked["id"] == "mcp-ref-srv-1"
         assert asked["params"]["requestedSchema"]["properties"] == {"name": {"type": "string"}}
-        server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Ada"}}})
-        response = server.response(1)
-        assert text(response) == "Hello, Ada!" and "resultType" not in response["result"]
+        assert reply.text == "Hello, Ada!" and "resultType" not in reply.result
 
 
 @pytest.mark.req("LEGACY-CLIENT-INPUT-VERSION-SHAPES")
 def test_a_2025_06_18_client_gets_form_elicitation_without_mode_and_no_url_elicitation() -> None:
-    with legacy_session("2025-06-18", {"elicitation": {}}) as server:
-        call(server, 1, "test_input_required_result_elicitation")
-        asked = next_server_request(server)
+    with legacy_client("2025-06-18", {"elicitation": {}}, on_elicitation=answer_name("Bo")) as client:
+        reply = client.call_tool("test_input_required_result_elicitation")
+        (asked,) = reply.rounds
         assert asked["method"] == "elicitation/create" and "mode" not in asked["params"]
-        server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept", "content": {"name": "Bo"}}})
-        assert text(server.response(1)) == "Hello, Bo!"
-        call(server, 2, "test_url_elicitation")
-        response = server.response(2)
-        assert result_of(response)["isError"] is True and "elicitation.url" in text(response)
+        assert reply.text == "Hello, Bo!"
+        refused = client.call_tool("test_url_elicitation")
+        assert refused.is_error and "elicitation.url" in refused.text and refused.rounds == []
 
 
 @pytest.mark.req("LEGACY-CLIENT-INPUT-VERSION-SHAPES")
 def test_a_2025_11_25_client_gets_url_elicitation_with_an_elicitation_id() -> None:
-    with legacy_session() as server:
-        call(server, 1, "test_url_elicitation")
-        asked = next_server_request(server)
+    with legacy_client(on_elicitation=lambda params: {"action": "accept"}) as client:
+        reply = client.call_tool("test_url_elicitation")
+        (asked,) = reply.rounds
         assert asked["params"]["mode"] == "url" and isinstance(asked["params"]["elicitationId"], str)
-        server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"action": "accept"}})
-        assert "'accept'" in text(server.response(1))
+        assert "'accept'" in reply.text
 
 
 @pytest.mark.req("LEGACY-MRTR-TOOL-ERROR")
 def test_a_client_without_the_capability_gets_the_tool_error_and_no_request() -> None:
-    with legacy_session(capabilities={}) as server:
-        call(server, 1, "test_input_required_result_sampling")
-        response = server.response(1)
-        assert result_of(response)["isError"] is True and "sampling" in text(response)
-        assert not [m for m in server.received if "method" in m and "id" in m]
+    with legacy_client(capabilities={}) as client:
+        reply = client.call_tool("test_input_required_result_sampling")
+        assert reply.is_error and "sampling" in reply.text
+        assert reply.rounds == []  # the server sent no request
+
+
+def refuse_sampling(params: dict[str, Any]) -> dict[str, Any]:
+    raise RuntimeError("User rejected sampling request")  # the client answers with a JSON-RPC error
 
 
 @pytest.mark.req("LEGACY-CLIENT-INPUT-FAILURES")
 def test_a_client_error_response_ends_the_tool_with_a_tool_error() -> None:
-    with legacy_session() as server:
-        call(server, 1, "test_input_required_result_sampling")
-        asked = next_server_request(server)
-        server.send({"jsonrpc": "2.0", "id": asked["id"], "error": {"code": -1, "message": "User rejected sampling request"}})
-        response = server.response(1)
-        assert result_of(response)["isError"] is True and "User rejected" in text(response)
+    with legacy_client(on_sampling=refuse_sampling) as client:
+        reply = client.call_tool("test_input_required_result_sampling")
+        assert [asked["method"] for asked in reply.rounds] == ["sampling/createMessage"]
+        assert reply.is_error and "User rejected" in reply.text
 
 
 @pytest.mark.req("LEGACY-CLIENT-INPUT-FAILURES")
 def test_an_invalid_answer_is_never_shown_to_the_handler() -> None:
-    with legacy_session() as server:
-        call(server, 1, "test_input_required_result_list_roots")
-        asked = next_server_request(server)
-        server.send({"jsonrpc": "2.0", "id": asked["id"], "result": {"roots": [{"uri": "https://not-a-file"}]}})
-        response = server.response(1)
-        assert result_of(response)["isError"] is True and "not valid" in text(response)
+    with legacy_client(on_roots=lambda params: [{"uri": "https://not-a-file"}]) as client:
+        reply = client.call_tool("test_input_required_result_list_roots")
+        assert [asked["method"] for asked in reply.rounds] == ["roots/list"]
+        assert reply.is_error and "not valid" in reply.text
 
 
 @pytest.mark.req("LEGACY-CLIENT-REQUEST-IDS")

@@ -1,9 +1,12 @@
 """Multi round-trip requests (basic/patterns/mrtr): asking the client for input without requests.
 
-The main flows run over stdio against ``tests.servers.interop_server`` (a real process; every
-message is checked against the official schema by ``tests.wire``). Rules that need a handler
-the example server does not have -- one that counts its runs, asks from a method that may not
-ask, or runs against a fake clock -- are tested in-process with ``tests.memory``.
+The interim results and what the server does with malformed retries are checked over stdio
+against ``tests.servers.interop_server`` (a real process; every message is checked against the
+official schema by ``tests.wire``). Complete round trips -- the answers given, the state echoed,
+until a final result -- go through ``mcp_ref.testing.Client`` with answering callbacks, in
+process against the same server (``build_server``) and over stdio for legacy clients. Rules that
+need a handler the example server does not have -- one that counts its runs, asks from a method
+that may not ask, or runs against a fake clock -- are tested in-process with ``tests.memory``.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ from __future__ import annotations
 import base64
 import itertools
 import json
+import os
+import sys
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,8 +31,11 @@ from mcp_ref import (
     sample,
 )
 from mcp_ref import requeststate
+from mcp_ref.testing import AsyncClient, Client
 from tests import memory
-from tests.wire import ServerProcess, error_of, modern_request, result_of
+from tests.schema_check import schemas
+from tests.servers.interop_server import build_server
+from tests.wire import REPO_ROOT, ServerProcess, error_of, modern_request, result_of
 
 INTEROP = "tests.servers.interop_server"
 FORM = {"elicitation": {"form": {}}}
@@ -35,8 +43,18 @@ ALL_CAPABILITIES = {"elicitation": {"form": {}, "url": {}}, "sampling": {"tools"
 NAME_ANSWER = {"action": "accept", "content": {"name": "Ada"}}
 MODERN_ENV = {"MCP_REF_MODERN_ONLY": None, "MCP_REF_STATE_KEY": None}
 
+ANSWERS = {"name": "Ada", "colour": "teal", "topic": "owls", "reveal": True}
 _ids = itertools.count(1)
 
+
+def answer_form(params: dict[str, Any]) -> dict[str, Any]:
+    """An elicitation callback: the canned answer (``ANSWERS``) to each field the form asks for."""
+    return {"action": "accept", "content": {field: ANSWERS[field] for field in params["requestedSchema"]["properties"]}}
+
+
+def interop_client(**options: Any) -> Client:
+    """The interop server in this process (both eras, a random state key), behind a test client."""
+    return Client(build_server(modern_only=False), schemas=schemas(), **options)
 
 
 @pytest.fixture(scope="module")
@@ -133,13 +151,13 @@ def test_input_is_asked_for_only_inside_the_result_never_with_a_request(interop:
 
 
 @pytest.mark.req("MRTR-RETRY-COMPLETES")
-def test_retry_with_the_answer_and_the_echoed_state_completes(interop: ServerProcess) -> None:
-    first = result_of(ask(interop, "tools/call", tool("ask_name"), FORM))
-    final = result_of(
-        ask(interop, "tools/call", tool("ask_name"), FORM, inputResponses={"name": NAME_ANSWER}, requestState=first["requestState"])
-    )
-    assert final["resultType"] == "complete"
-    assert final["content"] == [{"type": "text", "text": "Hello, Ada!"}]
+def test_retry_with_the_answer_and_the_echoed_state_completes() -> None:
+    with interop_client(on_elicitation=answer_form) as client:
+        reply = client.call_tool("ask_name")
+    (first,) = reply.rounds  # the retry echoed its requestState with the answer
+    assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["name"]
+    assert reply["resultType"] == "complete"
+    assert reply.content == [{"type": "text", "text": "Hello, Ada!"}]
 
 
 @pytest.mark.req("MRTR-SUPPORTED-METHODS-MAY", "RES-INPUT-REQUIRED-MAY", "CACHE-INTERIM-NO-HINTS")
@@ -152,18 +170,11 @@ def test_resource_read_may_answer_input_required_without_caching_hints(interop: 
 
 
 @pytest.mark.req("MRTR-RETRY-COMPLETES", "CACHE-HINTS-REQUIRED")
-def test_resource_read_retry_completes_with_contents_and_caching_hints(interop: ServerProcess) -> None:
-    first = result_of(ask(interop, "resources/read", {"uri": "vault://secret"}, FORM))
-    final = result_of(
-        ask(
-            interop,
-            "resources/read",
-            {"uri": "vault://secret"},
-            FORM,
-            inputResponses={"confirm": {"action": "accept", "content": {"reveal": True}}},
-            requestState=first["requestState"],
-        )
-    )
+def test_resource_read_retry_completes_with_contents_and_caching_hints() -> None:
+    with interop_client(on_elicitation=answer_form) as client:
+        reply = client.read_resource("vault://secret")
+    assert [list(interim["inputRequests"]) for interim in reply.rounds] == [["confirm"]]
+    final = reply.result
     assert final["resultType"] == "complete"
     assert final["contents"] == [{"uri": "vault://secret", "text": "the vault is empty", "mimeType": "text/plain"}]
     assert final["ttlMs"] == 0 and final["cacheScope"] == "private"
@@ -178,45 +189,26 @@ def test_prompt_get_may_answer_input_required(interop: ServerProcess) -> None:
 
 
 @pytest.mark.req("MRTR-RETRY-COMPLETES")
-def test_prompt_get_retry_completes_with_messages(interop: ServerProcess) -> None:
-    params = {"name": "interview", "arguments": {}}
-    first = result_of(ask(interop, "prompts/get", params, FORM))
-    final = result_of(
-        ask(
-            interop,
-            "prompts/get",
-            params,
-            FORM,
-            inputResponses={"topic": {"action": "accept", "content": {"topic": "owls"}}},
-            requestState=first["requestState"],
-        )
-    )
+def test_prompt_get_retry_completes_with_messages() -> None:
+    with interop_client(on_elicitation=answer_form) as client:
+        reply = client.get_prompt("interview", {})
+    assert [list(interim["inputRequests"]) for interim in reply.rounds] == [["topic"]]
+    final = reply.result
     assert final["resultType"] == "complete"
     assert final["messages"] == [{"role": "user", "content": {"type": "text", "text": "Interview me about owls."}}]
 
 
 @pytest.mark.req("MRTR-MULTIPLE-ROUNDS")
-def test_a_wizard_asks_one_question_per_round_carrying_what_it_learned_in_the_state(interop: ServerProcess) -> None:
-    first = result_of(ask(interop, "tools/call", tool("wizard"), FORM))
+def test_a_wizard_asks_one_question_per_round_carrying_what_it_learned_in_the_state() -> None:
+    with interop_client(on_elicitation=answer_form) as client:
+        reply = client.call_tool("wizard")
+    first, second = reply.rounds
     assert set(first["inputRequests"]) == {"name"}
-    second = result_of(
-        ask(interop, "tools/call", tool("wizard"), FORM, inputResponses={"name": NAME_ANSWER}, requestState=first["requestState"])
-    )
     assert second["resultType"] == "input_required"
     assert set(second["inputRequests"]) == {"colour"}
     assert second["requestState"] != first["requestState"]
-    # The third round answers only the colour: the name must come back from the state.
-    third = result_of(
-        ask(
-            interop,
-            "tools/call",
-            tool("wizard"),
-            FORM,
-            inputResponses={"colour": {"action": "accept", "content": {"colour": "teal"}}},
-            requestState=second["requestState"],
-        )
-    )
-    assert third["content"] == [{"type": "text", "text": "Ada likes teal."}]
+    # The client's third round answers only the colour: the name must come back from the state.
+    assert reply.content == [{"type": "text", "text": "Ada likes teal."}]
 
 
 # --- capabilities -----------------------------------------------------------------------------
@@ -497,27 +489,20 @@ def test_a_retry_without_the_needed_answer_is_asked_again_rather_than_failed(int
 
 
 @pytest.mark.req("MRTR-RETRY-COMPLETES")
-def test_sampling_and_roots_answers_reach_the_tools(interop: ServerProcess) -> None:
-    summary = result_of(
-        ask(
-            interop,
-            "tools/call",
-            tool("summarize", {"text": "a long story"}),
-            {"sampling": {}},
-            inputResponses={"summary": {"role": "assistant", "content": {"type": "text", "text": "short"}, "model": "m"}},
-        )
-    )
-    roots = result_of(
-        ask(
-            interop,
-            "tools/call",
-            tool("list_client_roots"),
-            {"roots": {}},
-            inputResponses={"roots": {"roots": [{"uri": "file:///a"}, {"uri": "file:///b", "name": "b"}]}},
-        )
-    )
-    assert summary["content"][0]["text"] == "Summary: short"
-    assert roots["content"][0]["text"] == "2 root(s): file:///a, file:///b"
+def test_sampling_and_roots_answers_reach_the_tools() -> None:
+    def sample_answer(params: dict[str, Any]) -> dict[str, Any]:
+        return {"role": "assistant", "content": {"type": "text", "text": "short"}, "model": "m"}
+
+    def roots_answer(params: dict[str, Any]) -> list[dict[str, Any]]:
+        return [{"uri": "file:///a"}, {"uri": "file:///b", "name": "b"}]
+
+    with interop_client(on_sampling=sample_answer, on_roots=roots_answer) as client:
+        summary = client.call_tool("summarize", {"text": "a long story"})
+        roots = client.call_tool("list_client_roots")
+    assert [list(interim["inputRequests"]) for interim in summary.rounds] == [["summary"]]
+    assert [list(interim["inputRequests"]) for interim in roots.rounds] == [["roots"]]
+    assert summary.text == "Summary: short"
+    assert roots.text == "2 root(s): file:///a, file:///b"
 
 
 # --- in-process: ask_all, state-only rounds, methods that may not ask ---------------------------
@@ -558,21 +543,16 @@ async def test_answers_from_earlier_rounds_travel_in_the_state_so_sequential_ask
         second = ctx.ask("second", elicit_form("Second?", question))
         return f"{first['content']['v']} then {second['content']['v']}"
 
-    def answer(value: str) -> dict[str, Any]:
-        return {"action": "accept", "content": {"v": value}}
+    def answer(params: dict[str, Any]) -> dict[str, Any]:
+        return {"action": "accept", "content": {"v": {"First?": "x", "Second?": "y"}[params["message"]]}}
 
-    async with memory.serve(server) as client:
-        one = await client.result("tools/call", {"name": "two_steps"}, meta=form_meta())
-        two = await client.result(
-            "tools/call", {"name": "two_steps", "inputResponses": {"first": answer("x")}, "requestState": one["requestState"]}, meta=form_meta()
-        )
-        # Round three answers only the second question; the first answer comes back from the state.
-        three = await client.result(
-            "tools/call", {"name": "two_steps", "inputResponses": {"second": answer("y")}, "requestState": two["requestState"]}, meta=form_meta()
-        )
+    async with AsyncClient(server, on_elicitation=answer, schemas=schemas()) as client:
+        reply = await client.call_tool("two_steps")
+    one, two = reply.rounds
     assert set(one["inputRequests"]) == {"first"}
     assert set(two["inputRequests"]) == {"second"}
-    assert three["content"] == [{"type": "text", "text": "x then y"}]
+    # Round three answered only the second question; the first answer came back from the state.
+    assert reply.content == [{"type": "text", "text": "x then y"}]
 
 
 @pytest.mark.req("MRTR-REQUESTS-OR-STATE")
@@ -651,23 +631,18 @@ async def test_complete_result_of_a_resource_read_retry_carries_a_zero_ttl() -> 
 # --- legacy clients ------------------------------------------------------------------------------
 
 
-def legacy_session(process: ServerProcess) -> None:
-    process.request(
-        {
-            "jsonrpc": "2.0",
-            "id": "init",
-            "method": "initialize",
-            "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "old", "version": "1"}},
-        }
-    )
-    process.send({"jsonrpc": "2.0", "method": "notifications/initialized"})
+def legacy_client() -> Client:
+    """A 2025-11-25 session with no capabilities, over stdio to the interop server."""
+    env = {name: value for name, value in os.environ.items() if name not in MODERN_ENV}
+    return Client([sys.executable, "-m", INTEROP], era="legacy", env=env, cwd=REPO_ROOT, schemas=schemas())
 
 
 @pytest.mark.req("LEGACY-MRTR-TOOL-ERROR")
 def test_legacy_client_calling_a_tool_that_needs_input_gets_a_tool_error_saying_what_it_needs() -> None:
-    with ServerProcess(module=INTEROP, env=MODERN_ENV, schema="legacy") as process:
-        legacy_session(process)
-        result = result_of(process.request({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "ask_name", "arguments": {}}}))
+    with legacy_client() as client:
+        reply = client.call_tool("ask_name")
+    assert reply.rounds == []  # the server asked nothing
+    result = reply.result
     assert result["isError"] is True
     message = result["content"][0]["text"]
     assert "elicitation.form" in message and "2026-07-28" in message and "2025-11-25" in message
@@ -684,10 +659,9 @@ def test_legacy_client_calling_a_tool_that_needs_input_gets_a_tool_error_saying_
     ids=["prompt", "resource"],
 )
 def test_legacy_client_getting_a_prompt_or_resource_that_needs_input_gets_an_error(method: str, params: dict[str, Any], needs: str) -> None:
-    with ServerProcess(module=INTEROP, env=MODERN_ENV, schema="legacy") as process:
-        legacy_session(process)
-        error = error_of(process.request({"jsonrpc": "2.0", "id": 2, "method": method, "params": params}))
-    assert error["code"] == -32603
+    with legacy_client() as client:
+        error = client.request(method, params, check=False).error
+    assert error is not None and error["code"] == -32603
     assert needs in error["message"] and "2026-07-28" in error["message"]
 
 

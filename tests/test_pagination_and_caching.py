@@ -1,6 +1,9 @@
 """Pagination of the four list methods and caching hints on cacheable results.
 
 Spec 2026-07-28: server/utilities/pagination, server/utilities/caching, basic/patterns/mrtr.
+
+In process: one request at a time through ``tests.memory``; walking every page and answering
+MRTR rounds through ``mcp_ref.testing.AsyncClient`` (``pages()``, ``read_resource()``).
 """
 
 from __future__ import annotations
@@ -12,8 +15,10 @@ import pytest
 from mcp_ref import CacheHint, InputRequired, PromptArgument, Server, elicit_form
 from mcp_ref.pagination import encode_cursor
 from mcp_ref.sealing import Signer
+from mcp_ref.testing import AsyncClient
 
 from .memory import modern_meta, serve
+from .schema_check import schemas
 
 LIST_KEYS = {
     "tools/list": "tools",
@@ -53,17 +58,10 @@ def identity(method: str, item: dict) -> str:
     return item.get("name") if method != "resources/templates/list" else item["uriTemplate"]
 
 
-async def walk(client, method: str, meta=None) -> list[dict]:
-    """Every page of ``method``, following nextCursor; returns the results."""
-    pages = []
-    params: dict = {}
-    while True:
-        result = await client.result(method, params, meta=meta)
-        pages.append(result)
-        if "nextCursor" not in result:
-            return pages
-        assert len(pages) < 50, "nextCursor chain does not end"
-        params = {"cursor": result["nextCursor"]}
+async def walk(server: Server, method: str) -> list[dict]:
+    """Every page of ``method``, following nextCursor (at most 50 pages); returns the results."""
+    async with AsyncClient(server, schemas=schemas()) as client:
+        return await client.pages(method, max_pages=50)
 
 
 # --- pagination ----------------------------------------------------------------------------------------
@@ -72,12 +70,8 @@ async def walk(client, method: str, meta=None) -> list[dict]:
 @pytest.mark.req("PAGE-NEXT-CURSOR")
 @pytest.mark.parametrize("method", list(LIST_KEYS))
 async def test_cursor_chain_covers_every_item_exactly_once_in_order(method):
-    server = populated_server(5, page_size=2)
-    async with serve(server) as client:
-        pages = await walk(client, method)
-        single = populated_server(5)
-    async with serve(single) as client:
-        (everything,) = await walk(client, method)
+    pages = await walk(populated_server(5, page_size=2), method)
+    (everything,) = await walk(populated_server(5), method)
     key = LIST_KEYS[method]
     assert [len(page[key]) for page in pages] == [2, 2, 1]
     seen = [identity(method, item) for page in pages for item in page[key]]
@@ -87,15 +81,13 @@ async def test_cursor_chain_covers_every_item_exactly_once_in_order(method):
 
 @pytest.mark.req("PAGE-NEXT-CURSOR")
 async def test_page_size_is_the_servers_choice():
-    async with serve(populated_server(7, page_size=3)) as client:
-        pages = await walk(client, "tools/list")
+    pages = await walk(populated_server(7, page_size=3), "tools/list")
     assert [len(page["tools"]) for page in pages] == [3, 3, 1]
 
 
 @pytest.mark.req("PAGE-NEXT-CURSOR")
 async def test_last_full_page_has_no_next_cursor():
-    async with serve(populated_server(4, page_size=2)) as client:
-        pages = await walk(client, "prompts/list")
+    pages = await walk(populated_server(4, page_size=2), "prompts/list")
     assert [len(page["prompts"]) for page in pages] == [2, 2]
     assert "nextCursor" in pages[0] and "nextCursor" not in pages[1]
 
@@ -218,9 +210,7 @@ async def test_hint_is_configurable_per_method(method):
 @pytest.mark.parametrize("scope", ["public", "private"])
 @pytest.mark.parametrize("method", list(LIST_KEYS))
 async def test_every_page_of_a_list_carries_the_same_scope(method, scope):
-    server = populated_server(5, page_size=2, cache_hints={m: CacheHint(30_000, scope) for m in LIST_KEYS})
-    async with serve(server) as client:
-        pages = await walk(client, method)
+    pages = await walk(populated_server(5, page_size=2, cache_hints={m: CacheHint(30_000, scope) for m in LIST_KEYS}), method)
     assert len(pages) == 3
     assert {(page["ttlMs"], page["cacheScope"]) for page in pages} == {(30_000, scope)}
 
@@ -264,19 +254,15 @@ async def test_interim_input_required_result_carries_no_hints():
 
 @pytest.mark.req("MRTR-RETRY-COMPLETES")
 async def test_mrtr_retry_completes_with_the_answer():
-    async with serve(asking_server()) as client:
-        interim = await client.result("resources/read", {"uri": "test://personal"}, meta=ELICITING_CLIENT)
-        final = await client.result(
-            "resources/read",
-            {
-                "uri": "test://personal",
-                "inputResponses": {"who": {"action": "accept", "content": {"name": "Ada"}}},
-                "requestState": interim["requestState"],
-            },
-            meta=ELICITING_CLIENT,
-        )
-    assert final["resultType"] == "complete"
-    assert final["contents"][0]["text"] == "hello Ada"
+    def answer(params):
+        return {"action": "accept", "content": {"name": "Ada"}}
+
+    async with AsyncClient(asking_server(), on_elicitation=answer, schemas=schemas()) as client:
+        reply = await client.read_resource("test://personal")
+    (interim,) = reply.rounds
+    assert interim["resultType"] == "input_required" and list(interim["inputRequests"]) == ["who"]
+    assert reply["resultType"] == "complete"
+    assert reply.data == ["hello Ada"]
 
 
 def state_only_server() -> Server:
@@ -292,10 +278,16 @@ def state_only_server() -> Server:
     return server
 
 
+async def read_in_two_rounds() -> tuple[dict, dict]:
+    """``test://two-rounds`` read to the end: the interim result and the final one."""
+    async with AsyncClient(state_only_server(), schemas=schemas()) as client:
+        reply = await client.read_resource("test://two-rounds")
+    (interim,) = reply.rounds
+    return interim, reply.result
+
+
 async def test_state_only_retry_completes_with_the_hint_fields_present():
-    async with serve(state_only_server()) as client:
-        interim = await client.result("resources/read", {"uri": "test://two-rounds"})
-        final = await client.result("resources/read", {"uri": "test://two-rounds", "requestState": interim["requestState"]})
+    interim, final = await read_in_two_rounds()
     assert interim["resultType"] == "input_required"
     assert "ttlMs" not in interim and "inputRequests" not in interim
     assert final["resultType"] == "complete"
@@ -305,9 +297,8 @@ async def test_state_only_retry_completes_with_the_hint_fields_present():
 
 @pytest.mark.req("CACHE-RETRY-ZERO-TTL", "CACHE-MRTR-RETRY-NOT-CACHED")
 async def test_result_of_an_mrtr_retry_is_marked_immediately_stale():
-    async with serve(state_only_server()) as client:
-        interim = await client.result("resources/read", {"uri": "test://two-rounds"})
-        final = await client.result("resources/read", {"uri": "test://two-rounds", "requestState": interim["requestState"]})
+    interim, final = await read_in_two_rounds()
+    assert "requestState" in interim
     assert final["resultType"] == "complete"
     assert final["ttlMs"] == 0
 

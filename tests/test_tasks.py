@@ -4,7 +4,9 @@
 failing_job, protocol_error_job, confirm_delete, multi_input, test_tool_with_task);
 ``tests/servers/tasks_server.py`` has small bounds and handlers that probe the edges. Every
 message is checked against the official schemas (the extension's own for task results and
-notifications, when at hand: see ``tests/schema_check.py``).
+notifications, when at hand: see ``tests/schema_check.py``). Tests that follow a task to its end
+the way a client would -- polling ``tasks/get``, answering its questions -- use
+``mcp_ref.testing.Client``; tests of each step's exact answer talk raw stdio (``tests.wire``).
 """
 
 from __future__ import annotations
@@ -12,12 +14,15 @@ from __future__ import annotations
 import itertools
 import json
 import re
+import sys
 import time
-from typing import Any
+from typing import Any, Callable
 
 import pytest
 
-from tests.wire import ServerProcess, cancel, error_of, modern_request, notification, result_of
+from mcp_ref.testing import Client, RequestError
+from tests.schema_check import schemas
+from tests.wire import REPO_ROOT, ServerProcess, cancel, error_of, modern_request, notification, result_of
 
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 FORM_AND_TASKS = {"elicitation": {}, **TASKS}
@@ -65,6 +70,17 @@ def update(server: ServerProcess, task_id: str, responses: Any) -> dict[str, Any
 
 def accept(**content: Any) -> dict[str, Any]:
     return {"action": "accept", "content": content}
+
+
+def task_client(module: str = "mcp_ref_everything", **options: Any) -> Client:
+    """A test client declaring the extension, over stdio to ``module``; it polls tasks every 50 ms."""
+    return Client([sys.executable, "-m", module], tasks=True, poll_interval=0.05, cwd=REPO_ROOT, schemas=schemas(), **options)
+
+
+def answers(*values: str) -> Callable[[dict[str, Any]], dict[str, Any]]:
+    """An elicitation callback answering the edge server's "Value?" forms with ``values``, in order."""
+    remaining = iter(values)
+    return lambda params: accept(v=next(remaining))
 
 
 # --- negotiation ------------------------------------------------------------------------------------
@@ -173,13 +189,17 @@ def test_a_task_capable_call_that_finishes_quickly_is_answered_directly() -> Non
 
 @pytest.mark.req("TASKS-TOOL-ERROR-COMPLETED", "TASKS-FAILED-CARRIES-ERROR")
 def test_a_tool_error_completes_the_task_and_a_protocol_error_fails_it() -> None:
-    with everything() as server:
-        tool_error = wait_for(server, call(server, "failing_job")["taskId"])
-        assert tool_error["status"] == "completed" and tool_error["result"]["isError"] is True
+    with task_client() as client:
+        reply = client.call_tool("failing_job")
+        assert [handle["resultType"] for handle in reply.rounds] == ["task"]
+        tool_error = reply.task
+        assert tool_error is not None and tool_error["status"] == "completed" and reply.is_error
         assert "error" not in tool_error
-        failed = wait_for(server, call(server, "protocol_error_job")["taskId"])
+        with pytest.raises(RequestError) as raised:
+            client.call_tool("protocol_error_job")
+        failed = raised.value.reply.task
         assert failed["status"] == "failed" and "result" not in failed
-        assert failed["error"] == {"code": -32603, "message": "Internal error: the job's worker crashed"}
+        assert raised.value.error == failed["error"] == {"code": -32603, "message": "Internal error: the job's worker crashed"}
         assert failed["statusMessage"] == failed["error"]["message"]
 
 
@@ -287,45 +307,45 @@ def test_two_questions_may_be_answered_one_update_at_a_time() -> None:
 
 @pytest.mark.req("TASKS-MRTR-BEFORE-TASK")
 def test_mrtr_input_before_the_task_carries_into_it() -> None:
-    with everything() as server:
-        first = call(server, "test_tool_with_task", {}, FORM_AND_TASKS)
-        assert first["resultType"] == "input_required" and "taskId" not in first
-        second = call(
-            server, "test_tool_with_task", {}, FORM_AND_TASKS,
-            inputResponses={"user_name": accept(name="Alice")}, requestState=first["requestState"],
-        )
-        assert second["resultType"] == "task" and "requestState" not in second and "inputRequests" not in second
-        assert wait_for(server, second["taskId"])["result"]["content"][0]["text"] == "Hello, Alice, from a task!"
+    with task_client(on_elicitation=lambda params: accept(name="Alice")) as client:
+        reply = client.call_tool("test_tool_with_task")
+    first, second = reply.rounds  # the interim result, then the task handle its retry got
+    assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["user_name"] and "taskId" not in first
+    assert second["resultType"] == "task" and "requestState" not in second and "inputRequests" not in second
+    assert all("inputRequests" not in task for task in reply.polls)  # never asked again inside the task
+    assert reply.text == "Hello, Alice, from a task!"
 
 
 @pytest.mark.req("TASKS-KEYS-UNIQUE")
 def test_a_handler_that_asks_again_for_an_answered_key_fails_its_task() -> None:
-    with edges() as server:
-        task_id = call(server, "reask", {}, FORM_AND_TASKS)["taskId"]
-        wait_for(server, task_id, "input_required")
-        result_of(update(server, task_id, {"k": accept(v="x")}))
-        failed = wait_for(server, task_id)
-        assert failed["status"] == "failed" and failed["error"]["code"] == -32603 and "'k'" in failed["error"]["message"]
+    with task_client("tests.servers.tasks_server", on_elicitation=answers("x")) as client:
+        with pytest.raises(RequestError) as raised:
+            client.call_tool("reask")
+    assert [list(task["inputRequests"]) for task in raised.value.reply.polls if task["status"] == "input_required"][:1] == [["k"]]
+    failed = raised.value.reply.task
+    assert failed["status"] == "failed" and failed["error"]["code"] == -32603 and "'k'" in failed["error"]["message"]
 
 
 @pytest.mark.req("TASKS-INPUT-NEEDS-CLIENT-CAPABILITY")
 def test_a_task_that_needs_a_capability_the_client_did_not_declare_fails_with_minus_32021() -> None:
-    with edges() as server:
-        failed = wait_for(server, call(server, "needs_sampling", {}, FORM_AND_TASKS)["taskId"])
-        assert failed["status"] == "failed" and failed["error"]["code"] == -32021
-        assert failed["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
+    with task_client("tests.servers.tasks_server", on_elicitation=answers()) as client:
+        assert client.capabilities == FORM_AND_TASKS
+        with pytest.raises(RequestError) as raised:
+            client.call_tool("needs_sampling")
+    failed = raised.value.reply.task
+    assert failed["status"] == "failed" and failed["error"]["code"] == -32021
+    assert failed["error"]["data"] == {"requiredCapabilities": {"sampling": {}}}
 
 
 @pytest.mark.req("TASKS-INPUT-REQUESTS-OUTSTANDING")
 def test_state_only_rounds_rerun_at_once_and_carry_state_into_later_rounds() -> None:
-    with edges() as server:
-        task_id = call(server, "state_rounds", {}, FORM_AND_TASKS)["taskId"]
-        wait_for(server, task_id, "input_required")
-        result_of(update(server, task_id, {"x": accept(v="y")}))
-        done = json.loads(wait_for(server, task_id)["result"]["content"][0]["text"])
-        assert done == {"state": {"round": 2}, "x": {"v": "y"}}
-        spin = wait_for(server, call(server, "spin")["taskId"])
-        assert spin["status"] == "failed" and "re-ran 16 times" in spin["error"]["message"]
+    with task_client("tests.servers.tasks_server", on_elicitation=answers("y")) as client:
+        reply = client.call_tool("state_rounds")
+        assert [list(task["inputRequests"]) for task in reply.polls if task["status"] == "input_required"][:1] == [["x"]]
+        assert json.loads(reply.text) == {"state": {"round": 2}, "x": {"v": "y"}}
+        with pytest.raises(RequestError) as spin:
+            client.call_tool("spin")
+        assert spin.value.reply.task["status"] == "failed" and "re-ran 16 times" in spin.value.message
 
 
 # --- progress and notifications -----------------------------------------------------------------------
@@ -429,22 +449,24 @@ def test_a_cancelled_task_stays_cancelled_even_if_its_handler_swallows_the_cance
 
 @pytest.mark.req("TASKS-MRTR-BEFORE-TASK", "TASKS-KEYS-UNIQUE")
 def test_an_answer_given_before_the_call_became_a_task_is_never_asked_again() -> None:
-    with edges() as server:
-        first = call(server, "ask_a_wait_ask_b", {}, FORM_AND_TASKS)
-        assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["a"]
-        task = call(server, "ask_a_wait_ask_b", {}, FORM_AND_TASKS, inputResponses={"a": accept(v="A")}, requestState=first["requestState"])
-        assert task["resultType"] == "task"
-        assert list(wait_for(server, task["taskId"], "input_required")["inputRequests"]) == ["b"]
-        result_of(update(server, task["taskId"], {"b": accept(v="B")}))
-        done = wait_for(server, task["taskId"])
-        assert done["status"] == "completed" and json.loads(done["result"]["content"][0]["text"]) == {"a": {"v": "A"}, "b": {"v": "B"}}
+    with task_client("tests.servers.tasks_server", on_elicitation=answers("A", "B")) as client:
+        reply = client.call_tool("ask_a_wait_ask_b")
+    first, task = reply.rounds
+    assert first["resultType"] == "input_required" and list(first["inputRequests"]) == ["a"]
+    assert task["resultType"] == "task"
+    asked_in_task = [list(poll["inputRequests"]) for poll in reply.polls if poll["status"] == "input_required"]
+    assert asked_in_task and all(keys == ["b"] for keys in asked_in_task)
+    assert reply.task["status"] == "completed" and json.loads(reply.text) == {"a": {"v": "A"}, "b": {"v": "B"}}
 
 
 @pytest.mark.req("TASKS-FAILED-CARRIES-ERROR")
 def test_a_task_result_that_is_not_json_fails_the_task_and_tasks_get_keeps_working() -> None:
-    with edges() as server:
-        failed = wait_for(server, call(server, "unencodable")["taskId"])
+    with task_client("tests.servers.tasks_server") as client:
+        with pytest.raises(RequestError) as raised:
+            client.call_tool("unencodable")
+        failed = raised.value.reply.task
         assert failed["status"] == "failed" and failed["error"]["code"] == -32603 and "JSON" in failed["error"]["message"]
+        assert client.request("tasks/get", {"taskId": failed["taskId"]}).result == failed
 
 
 @pytest.mark.req("TASKS-SHUTDOWN")

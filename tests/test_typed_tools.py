@@ -14,9 +14,9 @@ import pytest
 
 from mcp_ref import Server, ToolResult
 from mcp_ref.testing import AsyncClient
-from mcp_ref.typed import derive, is_classic, schema_for
+from mcp_ref.typed import derive, is_classic, schema_for, to_json
 
-from .schema_check import schema_dir
+from .schema_check import schemas
 
 Arguments = dict[str, Any]
 
@@ -277,7 +277,7 @@ def typed_server() -> Server:
 
 
 async def test_typed_calls_get_keyword_arguments_and_structured_results() -> None:
-    async with AsyncClient(typed_server(), schema_dir=schema_dir()[0] or False) as client:
+    async with AsyncClient(typed_server(), schemas=schemas()) as client:
         tools = {tool["name"]: tool for tool in await client.list_tools()}
         assert tools["add"]["inputSchema"] == {
             "type": "object",
@@ -316,9 +316,26 @@ async def test_typed_calls_get_keyword_arguments_and_structured_results() -> Non
 
 
 async def test_legacy_clients_get_typed_tools_with_non_object_output_schemas_dropped() -> None:
-    async with AsyncClient(typed_server(), era="legacy", schema_dir=schema_dir()[0] or False) as client:
+    async with AsyncClient(typed_server(), era="legacy", schemas=schemas()) as client:
         tools = {tool["name"]: tool for tool in await client.list_tools()}
         assert "outputSchema" not in tools["add"]
         assert tools["boxed"]["outputSchema"]["type"] == "object"
         added = await client.call_tool("add", {"a": 1, "b": 1})
         assert added.text == "2" and "structuredContent" not in added
+
+
+def test_return_values_become_json_and_scalars_pass_unchanged() -> None:
+    for scalar in ("text", 7, 1.5, True, None):
+        assert to_json(scalar) is scalar
+    nested = {"box": Box(2.5, "crate", ["a"]), "colors": (Color.RED, Level.HIGH), "points": [Point(x=1)]}
+    assert to_json(nested) == {"box": {"width": 2.5, "label": "crate", "tags": ["a"]}, "colors": ["red", 2], "points": [{"x": 1}]}
+    assert json.dumps(to_json(nested))  # plain JSON all the way down
+
+
+def test_a_derived_handler_shows_its_schemas() -> None:
+    async def add(ctx: Any, a: int, b: int = 0) -> int:
+        return a + b
+
+    derived = derive(add, "add")
+    assert derived.input_schema["required"] == ["a"] and derived.output_schema == {"type": "integer"}
+    assert repr(derived).startswith("TypedHandler(call=<function") and "'required': ['a']" in repr(derived)

@@ -53,19 +53,6 @@ def request(server: ServerProcess, method: str, params: dict[str, Any] | None = 
     return server.request(modern_request(next(ids), method, params, **options))
 
 
-def all_resource_pages(server: ServerProcess) -> list[dict[str, Any]]:
-    """Every ``resources/list`` page, following ``nextCursor`` to the end."""
-    pages, cursor = [], None
-    while True:
-        response = request(server, "resources/list", {} if cursor is None else {"cursor": cursor})
-        assert "result" in response, response
-        pages.append(response["result"])
-        cursor = response["result"].get("nextCursor")
-        if cursor is None:
-            return pages
-        assert len(pages) < 1000, "the cursors never end"
-
-
 def subscription_of(message: dict[str, Any]) -> Any:
     """The subscription id a notification (or a listen's final result) carries, ``...`` when none."""
     body = message.get("params") if "method" in message else message.get("result")

@@ -1,13 +1,16 @@
-"""mcp-ref-fs resources and subscriptions over raw stdio: ``python -m mcp_ref_fs ROOT`` in a subprocess.
+"""mcp-ref-fs resources and subscriptions over stdio: ``python -m mcp_ref_fs ROOT`` in a subprocess.
 
 * ``resources/list``, ``resources/templates/list`` and ``resources/read`` against one tree per
-  module that no test changes (``sample``), and a tree of 2,500 files for pagination (``big``).
-* ``subscriptions/listen`` (2026-07-28) and legacy ``resources/subscribe``: each test has a tree
-  and a server of its own, changes files from this process (as any other program would) and
-  waits at most ``NOTIFY_SECONDS`` for the announcement. Changes are made right after the
-  acknowledgement, as a client that subscribes and then writes would make them.
+  module that no test changes (``sample``), and a tree of 2,500 files for pagination (``big``),
+  through ``mcp_ref.testing.Client`` (it walks every page and decodes blobs).
+* ``subscriptions/listen`` (2026-07-28) and legacy ``resources/subscribe`` over raw stdio
+  (``tests.wire``): each test has a tree and a server of its own, changes files from this process
+  (as any other program would) and waits at most ``NOTIFY_SECONDS`` for the announcement. Changes
+  are made right after the acknowledgement, as a client that subscribes and then writes would
+  make them.
 
-Every line the server writes is checked against the official schema by ``tests.wire``.
+Every line the server writes is checked against the official schema, by the client or by
+``tests.wire``.
 Helpers (and the test's own percent-encoding of paths) are in ``tests/fs/fixtures_resources.py``.
 """
 
@@ -29,10 +32,10 @@ from urllib.parse import quote
 
 import pytest
 
+from mcp_ref.testing import Client, RequestError
 from tests.fs.fixtures_resources import (
     LIST_CHANGED,
     UPDATED,
-    all_resource_pages,
     file_uri,
     fs_command,
     ids,
@@ -47,7 +50,8 @@ from tests.fs.fixtures_resources import (
     wait_for,
     wait_for_stderr,
 )
-from tests.wire import ServerProcess, WireTimeout, cancel, error_of, notification, result_of, tool_call
+from tests.schema_check import schemas
+from tests.wire import ServerProcess, WireTimeout, cancel, notification, result_of, tool_call
 
 DEBUG = {"MCP_REF_LOG_LEVEL": "DEBUG"}
 RANDOM_BYTES = random.Random(20260728).randbytes(200_000)  # over 64 KiB: the server reads it off the loop
@@ -107,10 +111,14 @@ def sample(tmp_path_factory: pytest.TempPathFactory) -> Sample:
     return build_sample(tmp_path_factory.mktemp("resources"))
 
 
+def fs_client(*roots: Path, options: tuple[str, ...] = ()) -> Client:
+    return Client(fs_command(*roots, options=options), schemas=schemas())
+
+
 @pytest.fixture(scope="module")
-def served(sample: Sample) -> Iterator[ServerProcess]:
-    with ServerProcess(fs_command(sample.root)) as process:
-        yield process
+def served(sample: Sample) -> Iterator[Client]:
+    with fs_client(sample.root) as client:
+        yield client
 
 
 @pytest.fixture(scope="module")
@@ -129,32 +137,31 @@ def big(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, list[str]]:
 
 
 @pytest.fixture(scope="module")
-def big_served(big: tuple[Path, list[str]]) -> Iterator[ServerProcess]:
-    with ServerProcess(fs_command(big[0])) as process:
-        yield process
+def big_served(big: tuple[Path, list[str]]) -> Iterator[Client]:
+    with fs_client(big[0]) as client:
+        yield client
 
 
-def read(server: ServerProcess, uri: str) -> dict[str, Any]:
-    return request(server, "resources/read", {"uri": uri})
-
-
-def listed(server: ServerProcess) -> list[dict[str, Any]]:
-    return [item for page in all_resource_pages(server) for item in page["resources"]]
+def read_error(client: Client, uri: str) -> dict[str, Any]:
+    """The error ``resources/read`` of ``uri`` is answered with (a result fails the test)."""
+    with pytest.raises(RequestError) as raised:
+        client.read_resource(uri)
+    return raised.value.error
 
 
 # --- resources/list -----------------------------------------------------------------------------------
 
 
 @pytest.mark.req("RES-LIST", "FS-RESOURCE-LIST-FILES", "FS-RESOURCE-URI-RFC8089")
-def test_the_list_names_every_regular_file_under_the_root_by_its_file_uri_and_relative_path(sample: Sample, served: ServerProcess) -> None:
-    items = listed(served)
+def test_the_list_names_every_regular_file_under_the_root_by_its_file_uri_and_relative_path(sample: Sample, served: Client) -> None:
+    items = served.list_resources()
     assert [item["name"] for item in items] == sample.listed
     assert [item["uri"] for item in items] == [file_uri(sample.root / name) for name in sample.listed]
 
 
 @pytest.mark.req("FS-RESOURCE-LIST-FILES")
-def test_each_listed_file_carries_its_mime_type_and_size(sample: Sample, served: ServerProcess) -> None:
-    items = {item["name"]: item for item in listed(served)}
+def test_each_listed_file_carries_its_mime_type_and_size(sample: Sample, served: Client) -> None:
+    items = {item["name"]: item for item in served.list_resources()}
     for name, item in items.items():
         assert item["size"] == (sample.root / name).stat().st_size, name
     assert items["image.png"]["mimeType"] == "image/png"
@@ -164,32 +171,32 @@ def test_each_listed_file_carries_its_mime_type_and_size(sample: Sample, served:
 
 
 @pytest.mark.req("FS-RESOURCE-LIST-ORDER")
-def test_listing_twice_gives_the_same_list_in_the_same_order(served: ServerProcess) -> None:
-    assert listed(served) == listed(served)
+def test_listing_twice_gives_the_same_list_in_the_same_order(served: Client) -> None:
+    assert served.list_resources() == served.list_resources()
 
 
 @pytest.mark.req("FS-RESOURCE-URI-RFC8089")
 @pytest.mark.parametrize("name", [HASH_NAME, UNICODE_NAME, ODD_NAME], ids=["space-and-hash", "unicode", "reserved-characters"])
-def test_a_listed_uri_is_percent_encoded_ascii_and_reading_it_back_gives_the_file(sample: Sample, served: ServerProcess, name: str) -> None:
-    (item,) = [item for item in listed(served) if item["name"] == name]
+def test_a_listed_uri_is_percent_encoded_ascii_and_reading_it_back_gives_the_file(sample: Sample, served: Client, name: str) -> None:
+    (item,) = [item for item in served.list_resources() if item["name"] == name]
     uri = item["uri"]
     assert uri.isascii() and " " not in uri and "#" not in uri and "?" not in uri
     assert uri == "file://" + quote(str(sample.root), safe="/") + "/" + quote(name.encode("utf-8"), safe="")
-    contents = result_of(read(served, uri))["contents"]
+    contents = served.read_resource(uri)["contents"]
     assert contents == [{"uri": uri, "mimeType": contents[0]["mimeType"], "text": (sample.root / name).read_text()}]
 
 
 @pytest.mark.req("FS-RESOURCE-LIST-FILES")
-def test_links_fifos_and_names_that_are_not_utf8_are_not_listed_and_do_not_break_the_list(served: ServerProcess) -> None:
-    names = [item["name"] for item in listed(served)]
+def test_links_fifos_and_names_that_are_not_utf8_are_not_listed_and_do_not_break_the_list(served: Client) -> None:
+    names = [item["name"] for item in served.list_resources()]
     for absent in ("link_a.txt", "link_sub", "link_sub/b.txt", "escape_file", "escape_dangling", "escape_dir", "pipe"):
         assert absent not in names
     assert not any("\\x" in name or "inside.txt" in name for name in names)
 
 
 @pytest.mark.req("FS-RESOURCE-OUTSIDE-32602", "RES-FILE-PATH-TRAVERSAL")
-def test_a_file_outside_the_root_never_appears_in_the_list_even_through_a_link(sample: Sample, served: ServerProcess) -> None:
-    pages = json.dumps(all_resource_pages(served))
+def test_a_file_outside_the_root_never_appears_in_the_list_even_through_a_link(sample: Sample, served: Client) -> None:
+    pages = json.dumps(served.pages("resources/list"))
     assert "secret" not in pages
     assert str(sample.outside) not in pages and quote(str(sample.outside)) not in pages
 
@@ -201,8 +208,8 @@ def test_every_root_is_listed_each_file_named_relative_to_its_own_root(tmp_path:
     second.mkdir()
     (first / "in" / "one.txt").write_text("1")
     (second / "two.txt").write_text("2")
-    with ServerProcess(fs_command(first, second)) as server:
-        items = [(item["uri"], item["name"]) for item in listed(server)]
+    with fs_client(first, second) as client:
+        items = [(item["uri"], item["name"]) for item in client.list_resources()]
     assert items == [(file_uri(first / "in" / "one.txt"), "in/one.txt"), (file_uri(second / "two.txt"), "two.txt")]
 
 
@@ -212,14 +219,14 @@ def test_a_file_under_nested_roots_is_listed_once_under_the_innermost_root(tmp_p
     inner.mkdir(parents=True)
     (outer / "a.txt").write_text("a")
     (inner / "b.txt").write_text("b")
-    with ServerProcess(fs_command(outer, inner, outer)) as server:
-        items = [(item["uri"], item["name"]) for item in listed(server)]
+    with fs_client(outer, inner, outer) as client:
+        items = [(item["uri"], item["name"]) for item in client.list_resources()]
     assert items == [(file_uri(outer / "a.txt"), "a.txt"), (file_uri(inner / "b.txt"), "b.txt")]
 
 
 @pytest.mark.req("RES-TEMPLATES-LIST", "FS-RESOURCE-URI-RFC8089")
-def test_the_template_list_offers_every_file_by_absolute_path(served: ServerProcess) -> None:
-    templates = result_of(request(served, "resources/templates/list"))["resourceTemplates"]
+def test_the_template_list_offers_every_file_by_absolute_path(served: Client) -> None:
+    templates = served.list_resource_templates()
     assert [template["uriTemplate"] for template in templates] == ["file:///{+path}"]
 
 
@@ -227,9 +234,9 @@ def test_the_template_list_offers_every_file_by_absolute_path(served: ServerProc
 
 
 @pytest.mark.req("PAGE-NEXT-CURSOR", "PAGE-PAGED-LISTER-RESUMES", "FS-RESOURCE-LIST-ORDER")
-def test_walking_every_page_of_a_large_tree_yields_each_file_once_in_order(big: tuple[Path, list[str]], big_served: ServerProcess) -> None:
+def test_walking_every_page_of_a_large_tree_yields_each_file_once_in_order(big: tuple[Path, list[str]], big_served: Client) -> None:
     root, expected = big
-    pages = all_resource_pages(big_served)
+    pages = big_served.pages("resources/list")
     assert len(pages) >= BIG_FILES // 100  # the default page size is 100
     assert all(len(page["resources"]) <= 100 for page in pages)
     assert [item["name"] for page in pages for item in page["resources"]] == expected
@@ -237,8 +244,8 @@ def test_walking_every_page_of_a_large_tree_yields_each_file_once_in_order(big: 
 
 
 @pytest.mark.req("PAGE-SEALED-CURSORS")
-def test_every_next_cursor_is_an_opaque_token_naming_no_file(big: tuple[Path, list[str]], big_served: ServerProcess) -> None:
-    pages = all_resource_pages(big_served)
+def test_every_next_cursor_is_an_opaque_token_naming_no_file(big: tuple[Path, list[str]], big_served: Client) -> None:
+    pages = big_served.pages("resources/list")
     cursors = [page["nextCursor"] for page in pages if "nextCursor" in page]
     assert len(cursors) == len(pages) - 1 and len(set(cursors)) == len(cursors)
     alphabet = set(string.ascii_letters + string.digits + "-_")
@@ -261,59 +268,59 @@ def _forge(cursor: str) -> str:
 @pytest.mark.req("PAGE-INVALID-CURSOR-32602", "PAGE-SEALED-CURSORS", "FS-RESOURCE-CURSOR-SEALED")
 @pytest.mark.parametrize("spoil", [_tamper, _forge, lambda cursor: cursor[:-4], lambda cursor: "not a cursor"],
                          ids=["tampered", "forged", "truncated", "garbage"])
-def test_a_tampered_or_forged_cursor_is_invalid_params(big_served: ServerProcess, spoil: Callable[[str], str]) -> None:
-    cursor = result_of(request(big_served, "resources/list"))["nextCursor"]
-    error = error_of(request(big_served, "resources/list", {"cursor": spoil(cursor)}))
-    assert error["code"] == -32602
-    assert "resources" in result_of(request(big_served, "resources/list", {"cursor": cursor}))  # still serving
+def test_a_tampered_or_forged_cursor_is_invalid_params(big_served: Client, spoil: Callable[[str], str]) -> None:
+    cursor = big_served.request("resources/list")["nextCursor"]
+    error = big_served.request("resources/list", {"cursor": spoil(cursor)}, check=False).error
+    assert error is not None and error["code"] == -32602
+    assert "resources" in big_served.request("resources/list", {"cursor": cursor})  # still serving
 
 
 # --- resources/read --------------------------------------------------------------------------------------
 
 
 @pytest.mark.req("RES-READ-TEXT", "FS-RESOURCE-TEXT")
-def test_reading_a_text_file_gives_its_text_and_mime_type(sample: Sample, served: ServerProcess) -> None:
+def test_reading_a_text_file_gives_its_text_and_mime_type(sample: Sample, served: Client) -> None:
     uri = file_uri(sample.root / "a.txt")
-    assert result_of(read(served, uri))["contents"] == [{"uri": uri, "mimeType": "text/plain", "text": "alpha\n"}]
+    assert served.read_resource(uri)["contents"] == [{"uri": uri, "mimeType": "text/plain", "text": "alpha\n"}]
 
 
 @pytest.mark.req("FS-RESOURCE-TEXT")
-def test_reading_an_empty_file_gives_empty_text(sample: Sample, served: ServerProcess) -> None:
-    (contents,) = result_of(read(served, file_uri(sample.root / "empty.txt")))["contents"]
+def test_reading_an_empty_file_gives_empty_text(sample: Sample, served: Client) -> None:
+    (contents,) = served.read_resource(file_uri(sample.root / "empty.txt"))["contents"]
     assert contents["text"] == ""
 
 
 @pytest.mark.req("RES-READ-BLOB-BASE64", "FS-RESOURCE-BINARY-BLOB")
 @pytest.mark.parametrize(("name", "mime"), [("image.png", "image/png"), ("random.bin", "application/octet-stream"),
                                             ("late-binary.txt", "text/plain")])
-def test_reading_a_binary_file_gives_a_base64_blob_that_decodes_to_the_exact_bytes(sample: Sample, served: ServerProcess, name: str, mime: str) -> None:
+def test_reading_a_binary_file_gives_a_base64_blob_that_decodes_to_the_exact_bytes(sample: Sample, served: Client, name: str, mime: str) -> None:
     uri = file_uri(sample.root / name)
-    (contents,) = result_of(read(served, uri))["contents"]
+    reply = served.read_resource(uri)
+    (contents,) = reply["contents"]
     assert set(contents) == {"uri", "mimeType", "blob"}
     assert contents["uri"] == uri and contents["mimeType"] == mime
-    assert base64.b64decode(contents["blob"], validate=True) == (sample.root / name).read_bytes()
+    assert reply.data == [(sample.root / name).read_bytes()]  # strict base64
 
 
 @pytest.mark.req("RES-FILE-XDG-MIME", "FS-RESOURCE-DIRECTORY")
-def test_reading_a_directory_gives_its_listing_as_inode_directory(sample: Sample, served: ServerProcess) -> None:
+def test_reading_a_directory_gives_its_listing_as_inode_directory(sample: Sample, served: Client) -> None:
     uri = file_uri(sample.root / "sub")
-    assert result_of(read(served, uri))["contents"] == [{"uri": uri, "mimeType": "inode/directory", "text": "[FILE] b.txt\n[DIR] deeper\n"}]
+    assert served.read_resource(uri)["contents"] == [{"uri": uri, "mimeType": "inode/directory", "text": "[FILE] b.txt\n[DIR] deeper\n"}]
 
 
 @pytest.mark.req("FS-RESOURCE-DIRECTORY")
 def test_a_directory_listing_over_max_entries_says_it_was_cut(sample: Sample) -> None:
-    with ServerProcess(fs_command(sample.root, options=("--max-entries", "2"))) as server:
-        uri = file_uri(sample.root / "sub")
-        text = result_of(read(server, uri))["contents"][0]["text"]
-        whole_root = result_of(read(server, file_uri(sample.root)))["contents"][0]["text"]
+    with fs_client(sample.root, options=("--max-entries", "2")) as client:
+        (text,) = client.read_resource(file_uri(sample.root / "sub")).data
+        (whole_root,) = client.read_resource(file_uri(sample.root)).data
     assert text == "[FILE] b.txt\n[DIR] deeper\n"  # exactly at the limit: nothing to say
     lines = whole_root.splitlines()
     assert len(lines) == 3 and lines[-1].startswith("[Truncated: showing 2 of ") and "--max-entries" in lines[-1]
 
 
 @pytest.mark.req("CACHE-HINTS-REQUIRED", "FS-RESOURCE-CACHE-PRIVATE")
-def test_a_read_carries_a_private_caching_hint_with_an_integer_ttl(sample: Sample, served: ServerProcess) -> None:
-    result = result_of(read(served, file_uri(sample.root / "a.txt")))
+def test_a_read_carries_a_private_caching_hint_with_an_integer_ttl(sample: Sample, served: Client) -> None:
+    result = served.read_resource(file_uri(sample.root / "a.txt")).result
     assert result["cacheScope"] == "private"
     assert isinstance(result["ttlMs"], int) and not isinstance(result["ttlMs"], bool) and result["ttlMs"] >= 0
 
@@ -341,9 +348,9 @@ BAD_URIS = {
 
 @pytest.mark.req("RES-NOT-FOUND-32602", "RES-VALIDATE-URIS", "RES-FILE-PATH-TRAVERSAL", "FS-RESOURCE-OUTSIDE-32602", "FS-RESOURCE-URI-STRICT")
 @pytest.mark.parametrize("template", list(BAD_URIS.values()), ids=list(BAD_URIS))
-def test_a_uri_that_is_missing_outside_or_malformed_is_invalid_params_naming_the_uri(sample: Sample, served: ServerProcess, template: str) -> None:
+def test_a_uri_that_is_missing_outside_or_malformed_is_invalid_params_naming_the_uri(sample: Sample, served: Client, template: str) -> None:
     uri = template.format(root=quote(str(sample.root)), outside=quote(str(sample.outside)))
-    error = error_of(read(served, uri))
+    error = read_error(served, uri)
     assert error["code"] == -32602
     assert error["data"]["uri"] == uri
     assert "outside secret" not in json.dumps(error)  # the content never leaks
@@ -360,23 +367,23 @@ def _shape(error: dict[str, Any], uri: str) -> dict[str, Any]:
     ("file://{root}/escape_file", "file://{root}/escape_dangling"),
     ("file://{root}/sub/%2e%2e/%2e%2e/outside/secret.txt", "file://{root}/sub/%2e%2e/%2e%2e/outside/no-such-file.txt"),
 ], ids=["direct", "through-a-link", "dot-dot"])
-def test_the_error_for_an_outside_file_is_the_same_whether_or_not_it_exists(sample: Sample, served: ServerProcess, existing: str, missing: str) -> None:
+def test_the_error_for_an_outside_file_is_the_same_whether_or_not_it_exists(sample: Sample, served: Client, existing: str, missing: str) -> None:
     there, absent = (t.format(root=quote(str(sample.root)), outside=quote(str(sample.outside))) for t in (existing, missing))
     assert (sample.outside / "secret.txt").exists() and not (sample.outside / "no-such-file.txt").exists()
-    first, second = error_of(read(served, there)), error_of(read(served, absent))
+    first, second = read_error(served, there), read_error(served, absent)
     assert first["data"]["uri"] == there and second["data"]["uri"] == absent
     assert _shape(first, there) == _shape(second, absent)
 
 
 @pytest.mark.req("FS-RESOURCE-SIZE-LIMIT")
 def test_a_file_over_max_media_bytes_is_invalid_params_and_a_smaller_one_reads(sample: Sample) -> None:
-    with ServerProcess(fs_command(sample.root, options=("--max-media-bytes", "1000"))) as server:
+    with fs_client(sample.root, options=("--max-media-bytes", "1000")) as client:
         big_uri, small_uri = file_uri(sample.root / "random.bin"), file_uri(sample.root / "image.png")
-        error = error_of(read(server, big_uri))
-        small = result_of(read(server, small_uri))
+        error = read_error(client, big_uri)
+        small = client.read_resource(small_uri)
     assert error["code"] == -32602 and error["data"]["uri"] == big_uri
     assert "--max-media-bytes" in error["message"]
-    assert base64.b64decode(small["contents"][0]["blob"]) == png_bytes()
+    assert small.data == [png_bytes()]
 
 
 # --- subscriptions/listen ----------------------------------------------------------------------------------

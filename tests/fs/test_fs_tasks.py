@@ -3,20 +3,21 @@
 A grep, search or tree over a big directory answers a client that declared the extension with a
 task handle; the task's status message counts the progress, and the search gets
 --task-search-seconds instead of --search-seconds. Other clients get the plain result as before.
+A task is followed to its end by ``mcp_ref.testing.Client`` (it polls ``tasks/get``).
 """
 
 from __future__ import annotations
 
 import re
-import time
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import pytest
 
-from tests.wire import ServerProcess, modern_request, result_of
+from mcp_ref.testing import Client
+from tests.fs.conftest import fs_command
+from tests.schema_check import schemas
 
-TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 DIRECTORIES, FILES = 150, 100
 
 
@@ -33,68 +34,60 @@ def big_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-def call(server: ServerProcess, request_id: int, name: str, arguments: dict[str, Any], capabilities: dict[str, Any] | None) -> dict[str, Any]:
-    return result_of(server.request(modern_request(request_id, "tools/call", {"name": name, "arguments": arguments}, capabilities=capabilities)))
+def fs_client(root: Path, options: tuple[str, ...] = (), tasks: bool = True) -> Client:
+    """mcp-ref-fs over ``root`` behind a test client that declares the extension (unless ``tasks``
+    is False) and polls a task every 20 ms."""
+    return Client(fs_command(root, options=options), tasks=tasks, poll_interval=0.02, task_timeout=60, schemas=schemas())
 
 
-def poll(server: ServerProcess, task_id: str) -> tuple[dict[str, Any], list[str]]:
-    """tasks/get until the task ends; its final state and every status message seen on the way."""
+def status_messages(polls: list[dict[str, Any]]) -> list[str]:
+    """Every distinct status message the polls saw, in order."""
     seen: list[str] = []
-    deadline = time.monotonic() + 60
-    for request_id in range(1000, 100_000):
-        task = result_of(server.request(modern_request(request_id, "tasks/get", {"taskId": task_id}, capabilities=TASKS)))
+    for task in polls:
         if task.get("statusMessage") and task["statusMessage"] not in seen:
             seen.append(task["statusMessage"])
-        if task["status"] != "working":
-            return task, seen
-        assert time.monotonic() < deadline
-        time.sleep(0.02)
-    raise AssertionError("unreachable")
+    return seen
 
 
 @pytest.mark.req("FS-LONG-SEARCHES-AS-TASKS")
-def test_a_big_grep_becomes_a_task_whose_status_counts_files_and_gets_the_task_time_limit(
-    big_tree: Path, start_fs: Callable[..., ServerProcess]
-) -> None:
-    server = start_fs(big_tree, options=("--search-seconds", "0.3", "--task-search-seconds", "60"))
-    created = call(server, 1, "grep_files", {"path": str(big_tree), "pattern": "needle", "maxResults": 5000}, TASKS)
-    assert created["resultType"] == "task"
-    task, seen = poll(server, created["taskId"])
-    assert task["status"] == "completed"
-    result = task["result"]
+def test_a_big_grep_becomes_a_task_whose_status_counts_files_and_gets_the_task_time_limit(big_tree: Path) -> None:
+    with fs_client(big_tree, options=("--search-seconds", "0.3", "--task-search-seconds", "60")) as client:
+        reply = client.call_tool("grep_files", {"path": str(big_tree), "pattern": "needle", "maxResults": 5000})
+    # Progress may come while the call is an ordinary request; none once it is a task (then the
+    # status message counts): every notification arrived before the task handle did.
+    assert client.notifications == reply.notifications
+    assert {n["method"] for n in reply.notifications} <= {"notifications/progress"}
+    assert [created["resultType"] for created in reply.rounds] == ["task"]
+    assert reply.task is not None and reply.task["status"] == "completed"
+    result = reply.result
     assert result["structuredContent"]["truncated"] is False
     assert len(result["structuredContent"]["matches"]) == DIRECTORIES
     assert result["structuredContent"]["filesSearched"] == DIRECTORIES * FILES
+    seen = status_messages(reply.polls)
     assert seen and all(re.fullmatch(r"\d+ files searched, \d+ matching lines", message) for message in seen)
-    # No progress notification reaches the client for a task.
-    assert not [m for m in server.received if m.get("method") == "notifications/progress"]
 
 
 @pytest.mark.req("FS-LONG-SEARCHES-AS-TASKS")
-def test_without_the_extension_the_same_grep_is_answered_directly_within_search_seconds(
-    big_tree: Path, start_fs: Callable[..., ServerProcess]
-) -> None:
-    server = start_fs(big_tree, options=("--search-seconds", "0.3", "--task-search-seconds", "60"))
-    result = call(server, 1, "grep_files", {"path": str(big_tree), "pattern": "needle", "maxResults": 5000}, None)
+def test_without_the_extension_the_same_grep_is_answered_directly_within_search_seconds(big_tree: Path) -> None:
+    with fs_client(big_tree, options=("--search-seconds", "0.3", "--task-search-seconds", "60"), tasks=False) as client:
+        reply = client.call_tool("grep_files", {"path": str(big_tree), "pattern": "needle", "maxResults": 5000})
+    assert reply.rounds == []
+    result = reply.result
     assert result["resultType"] == "complete"
     assert result["structuredContent"]["truncated"] is True
     assert "0.3 s time limit" in result["content"][-1]["text"]
 
 
 @pytest.mark.req("FS-LONG-SEARCHES-AS-TASKS")
-def test_search_files_and_directory_tree_become_tasks_too_and_small_calls_do_not(
-    big_tree: Path, start_fs: Callable[..., ServerProcess]
-) -> None:
-    server = start_fs(big_tree)
-    tree = call(server, 1, "directory_tree", {"path": str(big_tree)}, TASKS)
-    search = call(server, 2, "search_files", {"path": str(big_tree), "pattern": "**/f007.txt"}, TASKS)
-    for created in (tree, search):
-        if created["resultType"] == "task":  # a fast machine may finish a walk within 0.1 s
-            task, _ = poll(server, created["taskId"])
-            assert task["status"] == "completed"
-            created = task["result"]
-        assert created["isError"] is False if "isError" in created else True
-    small = call(server, 3, "list_directory", {"path": str(big_tree / "d000")}, TASKS)
-    assert small["resultType"] == "complete"  # not a task tool
-    capabilities = result_of(server.request(modern_request(4, "server/discover", {})))["capabilities"]
+def test_search_files_and_directory_tree_become_tasks_too_and_small_calls_do_not(big_tree: Path) -> None:
+    with fs_client(big_tree) as client:
+        tree = client.call_tool("directory_tree", {"path": str(big_tree)})
+        search = client.call_tool("search_files", {"path": str(big_tree), "pattern": "**/f007.txt"})
+        for reply in (tree, search):
+            if reply.rounds:  # a task (a fast machine may finish a walk within 0.1 s and answer directly)
+                assert reply.task is not None and reply.task["status"] == "completed"
+            assert not reply.is_error
+        small = client.call_tool("list_directory", {"path": str(big_tree / "d000")})
+        assert small.rounds == [] and small["resultType"] == "complete"  # not a task tool
+        capabilities = client.discover()["capabilities"]
     assert capabilities["extensions"] == {"io.modelcontextprotocol/tasks": {}}
