@@ -10,38 +10,69 @@ request state and cursors), ``legacy`` + ``outgoing`` (server-to-client requests
 initialize-era clients only), ``tasks`` (the tasks extension), ``ratelimit``) -> ``server`` (the API).
 """
 
-from .caching import CacheHint
-from .completion import Completion
-from .content import (
-    audio,
-    blob_resource,
-    embedded_resource,
-    image,
-    prompt_message,
-    resource_link,
-    text,
-    text_resource,
-)
-from .context import RequestContext
-from .errors import (
-    InternalError,
-    InvalidParams,
-    MethodNotFound,
-    MissingRequiredClientCapability,
-    ProtocolError,
-    ResourceNotFound,
-    ToolError,
-    UnsupportedProtocolVersion,
-)
-from .mrtr import InputRequired, elicit_form, elicit_url, list_roots, sample
-from .prompts import Prompt, PromptArgument, PromptResult
-from .ratelimit import RateLimit
-from .resources import Resource, ResourceTemplate
-from .server import Server
-from .tasks import TASKS_EXTENSION, TaskSettings
-from .tools import Tool, ToolResult
-from .versions import LEGACY_VERSIONS, MODERN_VERSION
-from .watch import WatchSet
+from __future__ import annotations
+
+TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (it takes ~2 ms)
+
+# The public names, by the module that defines them. They are imported on first use (the module
+# ``__getattr__`` below), not here: a process pays only for the parts it touches, so a small CLI
+# such as ``mcp-ref-request`` or a server's start-up does not import every feature module.
+_EXPORTS = {
+    "caching": ("CacheHint",),
+    "completion": ("Completion",),
+    "content": ("audio", "blob_resource", "embedded_resource", "image", "prompt_message", "resource_link", "text", "text_resource"),
+    "context": ("RequestContext",),
+    "errors": (
+        "InternalError", "InvalidParams", "MethodNotFound", "MissingRequiredClientCapability", "ProtocolError",
+        "ResourceNotFound", "ToolError", "UnsupportedProtocolVersion",
+    ),
+    "mrtr": ("InputRequired", "elicit_form", "elicit_url", "list_roots", "sample"),
+    "prompts": ("Prompt", "PromptArgument", "PromptResult"),
+    "ratelimit": ("RateLimit",),
+    "resources": ("Resource", "ResourceTemplate"),
+    "server": ("Server",),
+    "tasks": ("TASKS_EXTENSION", "TaskSettings"),
+    "tools": ("Tool", "ToolResult"),
+    "versions": ("LEGACY_VERSIONS", "MODERN_VERSION"),
+    "watch": ("WatchSet",),
+}
+_MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
+
+if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
+    from typing import Any
+
+    from .caching import CacheHint
+    from .completion import Completion
+    from .content import (
+        audio,
+        blob_resource,
+        embedded_resource,
+        image,
+        prompt_message,
+        resource_link,
+        text,
+        text_resource,
+    )
+    from .context import RequestContext
+    from .errors import (
+        InternalError,
+        InvalidParams,
+        MethodNotFound,
+        MissingRequiredClientCapability,
+        ProtocolError,
+        ResourceNotFound,
+        ToolError,
+        UnsupportedProtocolVersion,
+    )
+    from .mrtr import InputRequired, elicit_form, elicit_url, list_roots, sample
+    from .prompts import Prompt, PromptArgument, PromptResult
+    from .ratelimit import RateLimit
+    from .resources import Resource, ResourceTemplate
+    from .server import Server
+    from .tasks import TASKS_EXTENSION, TaskSettings
+    from .tools import Tool, ToolResult
+    from .versions import LEGACY_VERSIONS, MODERN_VERSION
+    from .watch import WatchSet
 
 __version__ = "0.1.0"
 
@@ -85,3 +116,19 @@ __all__ = [
     "text",
     "text_resource",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """``from mcp_ref import Server`` (or ``mcp_ref.Server``): import the defining module now."""
+    module = _MODULE_OF.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from importlib import import_module
+
+    value = getattr(import_module(f".{module}", __name__), name)
+    globals()[name] = value  # the next lookup is an ordinary module attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -101,7 +101,8 @@ def prompt_message(role: str, content: Content | str) -> dict[str, Any]:
 # --- checking blocks a handler built by hand ------------------------------------------------------
 
 _BASE64 = re.compile(r"[A-Za-z0-9+/]*={0,2}")
-_MIME_TYPE = re.compile(r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?")
+# Compiled on first use (re's own cache), not at import: most servers never check a MIME type.
+_MIME_TYPE = r"[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]*(\s*;.*)?"
 
 
 def content_problem(block: Any) -> str | None:
@@ -148,6 +149,6 @@ def _base64_problem(data: Any, what: str) -> str | None:
 
 
 def _mime_problem(mime_type: Any, what: str) -> str | None:
-    if not isinstance(mime_type, str) or not _MIME_TYPE.fullmatch(mime_type):
+    if not isinstance(mime_type, str) or not re.fullmatch(_MIME_TYPE, mime_type):
         return f"{what} needs a MIME type such as image/png, got {mime_type!r}"
     return None

@@ -52,11 +52,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-import uuid
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 
-from . import completion, discover, legacy, prompts, resources, subscriptions, tasks, tools
+from . import discover, legacy, resources, subscriptions, tasks, tools
 from .caching import CACHEABLE_METHODS
 from .context import RequestContext
 from .errors import (
@@ -77,7 +75,7 @@ from .meta import client_has_capability
 from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, check_input_request, parse_input_responses, required_capability, validate_input_response
 from .outgoing import ClientRequestFailed, Outgoing, legacy_wire_request, unsupported_by_version
 from .versions import MODERN_VERSIONS
-from .wire import BadMessage, ClientResponse, Event, Notification, Request, encode_message, error_response, is_valid_id, result_response
+from .wire import BadMessage, ClientResponse, Event, Notification, Request, encode_message, encode_message_parts, error_response, is_valid_id, result_response
 
 if TYPE_CHECKING:
     from .server import Server
@@ -95,6 +93,22 @@ LEGACY_MAX_ROUNDS = 16
 
 Handler = Callable[["Server", RequestContext, dict[str, Any]], Awaitable[dict[str, Any]]]
 
+
+def _imported_on_first_call(module: str, name: str) -> Handler:
+    """The handler ``name`` of the feature module ``mcp_ref.<module>``, imported when first called:
+    prompts and completion cost ~1 ms of start-up that a server offering neither never needs (one
+    that registers a prompt has imported them by then anyway)."""
+
+    async def handler(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
+        from importlib import import_module
+
+        function: Handler = getattr(import_module(f".{module}", __package__), name)
+        return await function(server, ctx, params)
+
+    handler.__qualname__ = f"{module}.{name}"
+    return handler
+
+
 # method -> (handler, the capability the server must offer for the method to exist)
 MODERN_METHODS: dict[str, tuple[Handler, str | None]] = {
     "server/discover": (discover.discover, None),
@@ -103,9 +117,9 @@ MODERN_METHODS: dict[str, tuple[Handler, str | None]] = {
     "resources/list": (resources.list_resources, "resources"),
     "resources/templates/list": (resources.list_resource_templates, "resources"),
     "resources/read": (resources.read_resource, "resources"),
-    "prompts/list": (prompts.list_prompts, "prompts"),
-    "prompts/get": (prompts.get_prompt, "prompts"),
-    "completion/complete": (completion.complete, "completions"),
+    "prompts/list": (_imported_on_first_call("prompts", "list_prompts"), "prompts"),
+    "prompts/get": (_imported_on_first_call("prompts", "get_prompt"), "prompts"),
+    "completion/complete": (_imported_on_first_call("completion", "complete"), "completions"),
     "subscriptions/listen": (subscriptions.listen, None),
     # The tasks extension (io.modelcontextprotocol/tasks); -32601 when no tool supports tasks.
     "tasks/get": (tasks.get_task, None),
@@ -127,31 +141,39 @@ class MessageSink(Protocol):
     """Where encoded lines go: the transport's single writer."""
 
     def write(self, line: bytes) -> None:
-        """Queue one line; never blocks, never splices with other lines."""
+        """Queue one line; never blocks, never splices with other lines.
+
+        A sink may also offer ``write_parts(parts)``: one line given as consecutive buffers
+        (``wire.encode_message_parts``), queued without joining them (``stdio._Output`` does);
+        without it, the dispatcher joins them and calls ``write``."""
 
     async def drain(self) -> None:
         """Wait until the queued lines have been handed to the OS (backpressure)."""
 
 
-@dataclass(eq=False)
 class InFlight:
     """A request being served."""
 
-    task: asyncio.Task[None]
-    method: str
-    context: RequestContext | None = None
-    cancelled: bool = False
-    cost: int = 0  # the request's estimated parsed size (wire.Request.cost), counted in in_flight_cost
+    __slots__ = ("task", "method", "context", "cancelled", "cost")
+
+    def __init__(self, task: asyncio.Task[None], method: str, cost: int = 0) -> None:
+        self.task = task
+        self.method = method
+        self.context: RequestContext | None = None
+        self.cancelled = False
+        self.cost = cost  # the request's estimated parsed size (wire.Request.cost), counted in in_flight_cost
 
 
-@dataclass(eq=False)
 class LegacyRounds:
     """What a legacy request's handler has been told so far, across the rounds of asking its client."""
 
-    responses: dict[str, Any] = field(default_factory=dict)  # validated answers, by input request key
-    state: Any = None  # the handler's state from its last InputRequired
-    count: int = 0  # rounds of asking so far
-    previous: RequestContext | None = None  # last round's context (its progress carries on)
+    __slots__ = ("responses", "state", "count", "previous")
+
+    def __init__(self) -> None:
+        self.responses: dict[str, Any] = {}  # validated answers, by input request key
+        self.state: Any = None  # the handler's state from its last InputRequired
+        self.count = 0  # rounds of asking so far
+        self.previous: RequestContext | None = None  # last round's context (its progress carries on)
 
 
 def _key(request_id: Any) -> tuple[type, Any]:
@@ -178,6 +200,8 @@ class Dispatcher:
     def __init__(self, server: Server, sink: MessageSink, *, max_concurrency: int = 64) -> None:
         self.server = server
         self._sink = sink
+        # A response line goes to the sink in parts where it takes them (see MessageSink).
+        self._write_parts: Callable[[list[bytes]], None] = getattr(sink, "write_parts", None) or self._write_joined
         self._in_flight: dict[tuple[type, Any], InFlight] = {}
         # Answered requests whose task still waits for room in the pipe: their ids are free again.
         self._draining: set[asyncio.Task[None]] = set()
@@ -197,6 +221,9 @@ class Dispatcher:
     def send(self, message: dict[str, Any]) -> None:
         """Encode and queue one message (event-loop thread only)."""
         self._sink.write(encode_message(message))
+
+    def _write_joined(self, parts: list[bytes]) -> None:
+        self._sink.write(b"".join(parts))  # one part: that very buffer, not a copy
 
     def emit(self, message: dict[str, Any]) -> None:
         """Queue a notification from any thread (synchronous handlers run on the handler pool)."""
@@ -219,8 +246,9 @@ class Dispatcher:
         def send_unless_cancelled(message: dict[str, Any]) -> None:
             # Checked here, on the loop, where the response is written: a worker thread's
             # notification queued just before the response (or the task handle) is dropped.
+            # (No context: the request's task is over, see _finished.)
             context = entry.context
-            if entry.cancelled or (context is not None and (context._finished or context._task_id is not None)):
+            if entry.cancelled or context is None or context._finished or context._task_id is not None:
                 return
             write(encode_message(message))
 
@@ -275,6 +303,11 @@ class Dispatcher:
             self._draining.add(entry.task)
 
     def _finished(self, key: tuple[type, Any], entry: InFlight) -> None:
+        # The request's task is over, so its emitter drops everything from now on. Unlinking the
+        # context breaks the cycle entry -> context -> emitter -> entry: the request's objects
+        # are freed at once by reference counting, not piled up for the cyclic garbage collector
+        # (which cost ~5 us a message under pipelined load; bench/README.md).
+        entry.context = None
         self.in_flight_cost -= entry.cost
         if self._in_flight.get(key) is entry:  # the id may belong to a newer request by now
             del self._in_flight[key]
@@ -327,25 +360,25 @@ class Dispatcher:
         if entry.cancelled:
             return
         try:
-            line = encode_message(response)
+            parts = encode_message_parts(response)
         except (TypeError, ValueError, RecursionError) as exc:
             log.error("result of %s (id %r) is not JSON-serializable: %s", request.method, clip(request.id), exc)
             why = TOO_MANY_DIGITS if too_many_digits(exc) else "it could not be encoded as JSON"
-            line = encode_message(error_response(request.id, InternalError(f"Internal error: the {request.method} result was not sent: {why}")))
-        self._sink.write(line)
+            parts = encode_message_parts(error_response(request.id, InternalError(f"Internal error: the {request.method} result was not sent: {why}")))
+        self._write_parts(parts)
         self._answered(_key(request.id), entry)
         await self._sink.drain()
 
     async def _answer(self, request: Request, entry: InFlight) -> dict[str, Any]:
         """The response to one request: its result, or the error that replaces it."""
         modern = self._is_modern(request)
-        rounds = LegacyRounds()
+        rounds = None if modern else LegacyRounds()  # only the legacy era asks its client across rounds
         while True:
             try:
                 result = await self._run(request, entry, modern, rounds)
             except InputRequired as needed:
                 try:
-                    if modern:
+                    if rounds is None:
                         result = self._input_required(request, entry, needed, modern)
                     else:
                         answered = await self._ask_legacy_client(request, entry, needed, rounds)
@@ -394,7 +427,7 @@ class Dispatcher:
         if route is None:
             raise MethodNotFound(f"Method not found: {clip(method)}", {"method": clip(method)})
         handler, needed = route
-        if needed is not None and not _has_capability(self.server.capabilities("modern" if modern else "legacy"), needed):
+        if needed is not None and not _has_capability(self.server._feature_capabilities("modern" if modern else "legacy"), needed):
             raise MethodNotFound(f"Method not found: {method} (this server does not offer {needed})", {"method": method})
         return handler
 
@@ -658,6 +691,8 @@ class Dispatcher:
         rounds.state = needed.state
         if not needed.requests:
             return None  # state only: the handler runs again with it
+        import uuid  # here, not at start-up: only legacy elicitation needs it (with platform, ~2 ms)
+
         timeout = self.server.client_request_timeout_seconds
         asks = {
             key: asyncio.ensure_future(

@@ -37,7 +37,6 @@ other methods with -32603 and the same explanation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidParams
@@ -52,17 +51,17 @@ if TYPE_CHECKING:
 LEGACY_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 
 
-@dataclass
 class LegacySession:
     """The one piece of per-process state the legacy era needs (2025-11-25 lifecycle)."""
 
-    version: str | None = None  # negotiated by initialize; None until then
-    client_capabilities: dict[str, Any] = field(default_factory=dict)
-    client_info: dict[str, Any] | None = None
-    initialized: bool = False  # notifications/initialized received
-    log_level: str | None = None  # set by logging/setLevel
-    subscribed_uris: set[str] = field(default_factory=set)
-    listed: set[str] = field(default_factory=set)  # list kinds it fetched (their changes are watched)
+    def __init__(self) -> None:
+        self.version: str | None = None  # negotiated by initialize; None until then
+        self.client_capabilities: dict[str, Any] = {}
+        self.client_info: dict[str, Any] | None = None
+        self.initialized = False  # notifications/initialized received
+        self.log_level: str | None = None  # set by logging/setLevel
+        self.subscribed_uris: set[str] = set()
+        self.listed: set[str] = set()  # list kinds it fetched (their changes are watched)
 
     @property
     def active(self) -> bool:

@@ -10,8 +10,7 @@ remembered between requests: the server is stateless.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 from .errors import InvalidParams, UnsupportedProtocolVersion
 from .versions import MODERN_VERSIONS
@@ -29,8 +28,7 @@ LOG_LEVELS: tuple[str, ...] = ("debug", "info", "notice", "warning", "error", "c
 LOG_LEVEL_RANK: dict[str, int] = {name: rank for rank, name in enumerate(LOG_LEVELS)}
 
 
-@dataclass(frozen=True, slots=True)
-class RequestMeta:
+class RequestMeta(NamedTuple):
     """What one request says about its client. Built fresh for every request."""
 
     protocol_version: str
@@ -109,8 +107,9 @@ def client_has_capability(capabilities: dict[str, Any], path: str) -> bool:
 
 
 # basic/index#meta: an optional prefix of dot-separated labels and a slash, then a name that,
-# unless empty, starts and ends with a letter or digit.
-_META_KEY = re.compile(
+# unless empty, starts and ends with a letter or digit. Compiled on first use (re's own cache):
+# only a server that declares _meta on its tools, resources or prompts needs it.
+_META_KEY = (
     r"(?:[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*/)?"
     r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?"
 )
@@ -123,6 +122,6 @@ def check_meta_keys(meta: Any, where: str) -> None:
     if not isinstance(meta, dict):
         raise ValueError(f"{where}: _meta must be an object")
     for key in meta:
-        if not isinstance(key, str) or not _META_KEY.fullmatch(key):
+        if not isinstance(key, str) or not re.fullmatch(_META_KEY, key):
             raise ValueError(f"{where}: _meta key {key!r} is not a valid key (optional 'dotted.prefix/' then a name)")
 

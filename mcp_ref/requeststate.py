@@ -27,7 +27,6 @@ client's retry would only be refused with ``id: null``.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import logging
 import os
@@ -70,6 +69,8 @@ class StateSealer:
         self.max_line_bytes = DEFAULT_MAX_LINE_BYTES  # the transport's input line limit
 
     def _binding(self, method: str, params: dict[str, Any]) -> str:
+        import hashlib  # on first use (see sealing.Signer.tag)
+
         canonical = json.dumps([method, salient_params(method, params)], sort_keys=True, separators=(",", ":"))
         return hashlib.sha256(canonical.encode()).hexdigest()
 

@@ -21,8 +21,6 @@ Signed, not encrypted: payloads are readable by the client. Never put secrets in
 from __future__ import annotations
 
 import base64
-import hashlib
-import hmac
 import os
 import re
 from typing import Any
@@ -53,6 +51,8 @@ def load_key() -> bytes:
     configured = os.environ.get(STATE_KEY_ENV)
     if configured:
         # Any string works as a secret; hash it to a fixed-size HMAC key.
+        import hashlib
+
         return hashlib.sha256(configured.encode()).digest()
     return os.urandom(32)
 
@@ -65,8 +65,14 @@ class Signer:
 
     def tag(self, purpose: str, payload: bytes) -> bytes:
         """The tag binding ``payload`` to ``purpose`` (``TAG_BYTES`` long)."""
+        # Imported when the first token is made or checked, not at start-up (OpenSSL's hashes).
+        import hashlib
+        import hmac
+
         return hmac.new(self._key, purpose.encode() + b"\0" + payload, hashlib.sha256).digest()
 
     def verify(self, purpose: str, payload: bytes, tag: bytes) -> bool:
         """Is ``tag`` the tag of ``payload`` for ``purpose``? (Constant-time comparison.)"""
+        import hmac
+
         return hmac.compare_digest(tag, self.tag(purpose, payload))

@@ -25,15 +25,13 @@ from __future__ import annotations
 import asyncio
 import inspect
 import threading
-from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .caching import DEFAULT_LIST_HINT, DEFAULT_READ_HINT, CacheHint
 from .legacy import LegacySession
 from .outgoing import DEFAULT_CLIENT_REQUEST_TIMEOUT_SECONDS
 from .requeststate import StateSealer
 from .pagination import DEFAULT_PAGE_SIZE
-from .prompts import Prompt, PromptArgument
 from .ratelimit import RateLimit
 from .resources import Resource, ResourceTemplate
 from .sealing import Signer
@@ -42,6 +40,11 @@ from .tasks import TASKS_EXTENSION, TaskSettings, TaskStore
 from .tools import Tool
 from .versions import initialize_versions, supported_versions
 from .watch import WatchHooks, WatchSet
+
+if TYPE_CHECKING:
+    from concurrent.futures import ThreadPoolExecutor
+
+    from .prompts import Prompt, PromptArgument
 
 LIST_KINDS = ("tools", "prompts", "resources")
 
@@ -163,6 +166,14 @@ class Server:
 
     def capabilities(self, era: str = "modern") -> dict[str, Any]:
         """Server capabilities, derived from what is registered and what the server emits."""
+        capabilities = self._feature_capabilities(era)
+        if era == "modern" and self.offers_tasks:
+            capabilities["extensions"] = {TASKS_EXTENSION: {}}
+        return capabilities
+
+    def _feature_capabilities(self, era: str = "modern") -> dict[str, Any]:
+        """``capabilities(era)`` without ``extensions``: what the dispatcher checks a method against
+        on every request (cheaper: no pass over the tools to see whether one supports tasks)."""
         capabilities: dict[str, Any] = {}
         if self.tools or "tools" in self.list_changed_kinds:
             capabilities["tools"] = {"listChanged": True} if "tools" in self.list_changed_kinds else {}
@@ -181,8 +192,6 @@ class Server:
         if self.log_messages or era == "legacy":
             # Legacy clients may call logging/setLevel, which we serve.
             capabilities["logging"] = {}
-        if era == "modern" and self.offers_tasks:
-            capabilities["extensions"] = {TASKS_EXTENSION: {}}
         return capabilities
 
     @property
@@ -353,6 +362,8 @@ class Server:
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator: register ``handler(ctx, arguments)`` as a prompt."""
 
+        from .prompts import Prompt  # imported by the first prompt (see dispatcher._imported_on_first_call)
+
         def register(handler: Callable[..., Any]) -> Callable[..., Any]:
             self.add_prompt(Prompt(name or handler.__name__, handler, title, description or _doc(handler), list(arguments), icons, meta))
             return handler
@@ -487,6 +498,8 @@ class Server:
         if inspect.iscoroutinefunction(handler):
             return await handler(*args)
         if self._pool is None:
+            from concurrent.futures import ThreadPoolExecutor  # only servers with synchronous handlers need it
+
             self._pool = ThreadPoolExecutor(self.handler_threads, thread_name_prefix="mcp-ref-handler")
         return await asyncio.get_running_loop().run_in_executor(self._pool, self._run_sync, handler, args)
 

@@ -70,7 +70,7 @@ import stat
 import sys
 import time
 from collections import deque
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import stderr
 from ._stdio_threads import ReaderThread, WriterThread
@@ -122,6 +122,9 @@ SHUTTING_DOWN = "the server is shutting down"
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 # The thread fallback hands its writer thread at most this much of the queue at once.
 WRITER_BATCH_BYTES = 1024 * 1024
+# Past the flush deadline, how long the writer thread still gets for what is queued (the polled
+# path makes one last write that cannot block instead).
+LAST_WRITE_SECONDS = 0.25
 # How stdin and stdout are served (MCP_REF_STDIO, run(stdio_mode=...)); see the module docstring.
 STDIO_MODES = ("auto", "poll", "threads")
 
@@ -215,13 +218,21 @@ class _Output:
     def write(self, line: bytes) -> None:
         """Queue one whole line. Not a coroutine, so never interrupted: a line is queued entirely
         or, once stdout is lost or closed, not at all."""
+        self.write_parts((line,))
+
+    def write_parts(self, parts: Sequence[bytes]) -> None:
+        """Queue one whole line given as consecutive buffers (``wire.encode_message_parts``), as
+        ``write`` does: they leave in the same ``writev``, never joined into one more copy (an
+        8 MiB image is 11 MiB of base64 that would be copied once more)."""
         if self.lost or self._closed:
             return
         if not self._queued:
-            self._write_blocking(line)
+            for part in parts:
+                if not self.lost:
+                    self._write_blocking(part)
             return
-        self._queue.append(line)
-        self.buffered += len(line)
+        self._queue.extend(parts)
+        self.buffered += sum(map(len, parts))
         if not self._flush_scheduled and not self._waiting_writable:
             # Lines queued in the same loop iteration leave in one writev.
             self._flush_scheduled = True
@@ -270,6 +281,17 @@ class _Output:
                     assert self._loop is not None
                     self._flushed = self._loop.create_future()
                     await asyncio.shield(self._flushed)
+                elif self._pending() and self._writer is not None:
+                    # Past the deadline the polled path still made one write that cannot block
+                    # (_flush above). The writer thread cannot be asked for that: give it a
+                    # moment, bounded, to finish its batch and take what is queued behind it
+                    # (the -32603s of a second signal, say).
+                    assert self._loop is not None
+                    self._flushed = self._loop.create_future()
+                    try:
+                        await asyncio.wait_for(asyncio.shield(self._flushed), LAST_WRITE_SECONDS)
+                    except TimeoutError:
+                        pass
             if self._pending() and not self.lost:
                 log.error(
                     "stdout: %d bytes of output were not taken by the client before the shutdown deadline (is it still reading?); dropped",

@@ -27,7 +27,6 @@ from __future__ import annotations
 
 import asyncio
 from collections import Counter
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable
 
 from .errors import InternalError, InvalidParams, clip
@@ -93,13 +92,14 @@ def check_room_for_uris(server: Server, count: int) -> None:
         )
 
 
-@dataclass
 class Subscription:
     """One open stream: what it honours, and the future that ends it gracefully."""
 
-    id: RequestId
-    honoured: dict[str, Any]
-    closed: asyncio.Future[None]
+    def __init__(self, id: RequestId, honoured: dict[str, Any], closed: asyncio.Future[None]) -> None:
+        self.id = id
+        self.honoured = honoured
+        self.closed = closed
+        self.task_ids = frozenset(honoured.get("taskIds", ()))
 
     def wants_list(self, kind: str) -> bool:
         return any(self.honoured.get(name) for name, (k, _) in LIST_CHANGED_FIELDS.items() if k == kind)
@@ -109,9 +109,6 @@ class Subscription:
 
     def wants_task(self, task_id: str) -> bool:
         return task_id in self.task_ids
-
-    def __post_init__(self) -> None:
-        self.task_ids = frozenset(self.honoured.get("taskIds", ()))
 
     @property
     def uris(self) -> list[str]:

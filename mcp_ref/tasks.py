@@ -45,11 +45,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import secrets
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 from .errors import InternalError, InvalidParams, MethodNotFound, MissingRequiredClientCapability, ProtocolError, clip
@@ -117,6 +115,8 @@ def missing_tasks_extension(what: str, *, legacy: bool = False) -> MissingRequir
 
 def _timestamp(seconds: float) -> str:
     """ISO 8601, UTC, millisecond precision: ``2026-12-01T10:30:00.123Z``."""
+    from datetime import datetime, timezone  # on first use: a server without tasks never pays for it
+
     return datetime.fromtimestamp(seconds, timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -355,6 +355,8 @@ class TaskStore:
 
     def create(self, client_capabilities: dict[str, Any], status_message: str | None = None) -> Task:
         """Store a new working task (in a reserved place) and return it."""
+        import secrets  # on first use, like datetime above
+
         task_id = secrets.token_urlsafe(16)
         task = Task(self, task_id, client_capabilities)
         task.status_message = status_message

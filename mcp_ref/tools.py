@@ -134,6 +134,8 @@ class Tool:
 
     def to_result(self, value: Any) -> dict[str, Any]:
         """Turn what a handler returned into a ``CallToolResult`` (without ``resultType``)."""
+        if type(value) is str and self.output_schema is None:
+            return {"content": [text(value)]}  # the common case, with nothing to check: what _wrap makes of it
         result = value if isinstance(value, ToolResult) else self._wrap(value)
         if self.output_schema is not None and not result.is_error and not result.has_structured_content:
             raise InternalError(f"Tool {self.name!r} has an outputSchema but returned no structured content")
@@ -177,7 +179,7 @@ class Tool:
 
 
 # RFC 9110 token characters, for x-mcp-header values (basic/transports/streamable-http).
-_HTTP_TOKEN = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+")
+_HTTP_TOKEN = r"[!#$%&'*+.^_`|~0-9A-Za-z-]+"  # compiled on first use (re's cache): few tools have x-mcp-header
 _SAFE_INTEGER = 2**53 - 1
 
 
@@ -203,7 +205,7 @@ def check_header_annotations(tool_name: str, input_schema: dict[str, Any]) -> No
             header = schema["x-mcp-header"]
             if not reachable or not path:
                 raise ValueError(f"{where}: only properties reachable from the root through 'properties' may carry it")
-            if not isinstance(header, str) or not _HTTP_TOKEN.fullmatch(header):
+            if not isinstance(header, str) or not re.fullmatch(_HTTP_TOKEN, header):
                 raise ValueError(f"{where}: {header!r} is not a non-empty HTTP token")
             if schema.get("type") not in ("string", "integer", "boolean"):
                 raise ValueError(f"{where}: only string, integer and boolean properties may carry it")

@@ -26,7 +26,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable
 
 log = logging.getLogger("mcp_ref.watch")
@@ -49,12 +49,12 @@ class WatchSet:
     lists: frozenset[str] = frozenset()
 
 
-@dataclass(eq=False)
 class _Hook:
-    handler: Callable[[WatchSet], Any]
-    is_async: bool
-    seen: WatchSet = field(default_factory=WatchSet)  # coroutine hooks: the set of the latest call
-    task: asyncio.Task[None] | None = None
+    def __init__(self, handler: Callable[[WatchSet], Any], is_async: bool) -> None:
+        self.handler = handler
+        self.is_async = is_async
+        self.seen = WatchSet()  # coroutine hooks: the set of the latest call
+        self.task: asyncio.Task[None] | None = None
 
 
 class WatchHooks:

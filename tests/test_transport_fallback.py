@@ -187,6 +187,54 @@ def test_the_writer_thread_reports_every_byte_then_the_batch_and_a_closed_pipe_a
         loop.close()
 
 
+@pytest.mark.parametrize("kind", ["poll", "threads", "file"])
+def test_a_line_given_in_parts_is_written_whole_and_in_order(kind: str, tmp_path: Path) -> None:
+    # wire.encode_message_parts: a large answer leaves as [JSON before, the big string, JSON after],
+    # never joined into one more copy. Whatever the output (polled pipe, writer thread, regular
+    # file), the parts go out in order, as one line, before what was queued after them.
+    if kind == "poll" and sys.platform == "win32":
+        pytest.skip("Windows has no non-blocking pipes")
+    from mcp_ref.stdio import _Output
+
+    big = b"b" * 300_000  # several pipe buffers: written over several rounds
+    expected = b'{"a":"' + big + b'"}\n' + b'{"n":1}\n'
+    loop = asyncio.new_event_loop()
+    collected = bytearray()
+    if kind == "file":
+        path = tmp_path / "out.jsonl"
+        write_fd = os.open(path, os.O_WRONLY | os.O_CREAT)
+    else:
+        read_fd, write_fd = os.pipe()
+
+        def drain() -> None:
+            while chunk := os.read(read_fd, 65536):
+                collected.extend(chunk)
+
+        collector = threading.Thread(target=drain, daemon=True)
+        collector.start()
+    lost: list[BaseException] = []
+    output = _Output(write_fd, on_lost=lost.append, on_room=lambda: None)
+
+    async def write() -> None:
+        output.open(loop, threaded=kind == "threads")
+        output.write_parts([b'{"a":"', big, b'"}\n'])
+        output.write(b'{"n":1}\n')
+        output.set_deadline(loop.time() + 10)
+        await output.close()
+
+    try:
+        loop.run_until_complete(write())
+    finally:
+        loop.close()
+        os.close(write_fd)
+    if kind == "file":
+        collected.extend(path.read_bytes())
+    else:
+        collector.join(5)
+        os.close(read_fd)
+    assert bytes(collected) == expected and lost == []
+
+
 # --- the fallback serving a real client ---------------------------------------------------------------
 
 if sys.platform != "win32":

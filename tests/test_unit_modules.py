@@ -1,14 +1,21 @@
 """Pure unit tests of the small modules: no dispatcher, no event loop.
 
 pagination cursors, CacheHint, UriTemplate, meta helpers, versions, content builders, errors,
-schema dialects.
+schema dialects; and the package itself: its public names, imported on first use, and what a
+server's start-up imports (checked in a fresh interpreter).
 """
 
 from __future__ import annotations
 
 import base64
+import json
+import os
+import subprocess
+import sys
 
 import pytest
+
+import mcp_ref
 
 from mcp_ref import content, errors
 from mcp_ref.caching import CACHEABLE_METHODS, DEFAULT_LIST_HINT, DEFAULT_READ_HINT, CacheHint
@@ -468,3 +475,49 @@ def test_compiled_schema_lists_errors_by_path():
 def test_compile_refuses_a_schema_invalid_for_its_dialect():
     with pytest.raises(SchemaError, match="invalid schema"):
         compile_schema({"type": 12})
+
+
+# --- the package and start-up ------------------------------------------------------------------------
+
+
+def imported_by(code: str) -> set[str]:
+    """The modules a fresh interpreter has imported after running ``code`` (not measured by
+    coverage, whose start-up in a subprocess imports modules of its own)."""
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("COVERAGE_")}
+    done = subprocess.run(
+        [sys.executable, "-c", f"{code}\nimport json, sys\nprint(json.dumps(sorted(sys.modules)))"],
+        capture_output=True, text=True, timeout=60, check=True, env=environment,
+    )
+    return set(json.loads(done.stdout.splitlines()[-1]))
+
+
+def test_every_public_name_is_importable_from_the_package_and_listed():
+    namespace: dict = {}
+    exec("from mcp_ref import *", namespace)
+    assert set(mcp_ref.__all__) <= set(namespace)
+    assert set(mcp_ref.__all__) <= set(dir(mcp_ref))
+    from mcp_ref import Server, text
+    from mcp_ref.server import Server as defined_server
+    assert Server is defined_server is mcp_ref.Server and text is content.text
+    with pytest.raises(AttributeError, match="no attribute 'nothing_here'"):
+        mcp_ref.nothing_here  # noqa: B018
+
+
+def test_importing_the_package_imports_none_of_its_modules():
+    modules = imported_by("import mcp_ref")
+    assert {name for name in modules if name.startswith("mcp_ref.")} == set()
+    assert "asyncio" not in imported_by("import mcp_ref.request")  # mcp-ref-request: a one-line CLI
+
+
+def test_a_server_start_up_does_not_import_what_only_some_requests_need():
+    # Each of these costs start-up time (~1-4 ms) that the first answer should not wait for: they
+    # are imported by the features that need them (tasks, sealed state, legacy elicitation,
+    # synchronous handlers, prompts and completions).
+    modules = imported_by(
+        "from mcp_ref import Server\n"
+        "import mcp_ref.stdio\n"
+        "server = Server('s', '1')\n"
+        "server.tool('echo', description='t', input_schema={'type': 'object'})(lambda ctx, arguments: 'x')"
+    )
+    unwanted = {"uuid", "secrets", "hashlib", "hmac", "datetime", "concurrent.futures.thread", "mcp_ref.prompts", "mcp_ref.completion"}
+    assert modules & unwanted == set()

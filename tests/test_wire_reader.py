@@ -8,10 +8,14 @@ No process and no event loop: every test feeds bytes to a ``WireReader`` (or cal
 from __future__ import annotations
 
 import json
+import random
 import tracemalloc
+from typing import Any
 
 import pytest
 
+from mcp_ref import wire
+from mcp_ref.content import blob_resource, embedded_resource, image, text, text_resource
 from mcp_ref.errors import INVALID_REQUEST, PARSE_ERROR, InvalidRequest
 from mcp_ref.wire import (
     BadMessage,
@@ -21,6 +25,7 @@ from mcp_ref.wire import (
     WireReader,
     classify,
     encode_message,
+    encode_message_parts,
     error_response,
     parse_line,
 )
@@ -457,9 +462,165 @@ def test_values_json_cannot_carry_are_refused() -> None:
         encode_message({"n": float("nan")})
     with pytest.raises(TypeError):
         encode_message({"b": b"bytes"})
+    cyclic: dict[str, Any] = {}
+    cyclic["self"] = cyclic
+    with pytest.raises(RecursionError):  # the encoder keeps no table of what it has seen (see wire._make_encode)
+        encode_message(cyclic)
 
 
 @pytest.mark.req("BASE-ERROR-ID-NULL")
 def test_an_error_for_an_unreadable_id_carries_id_null() -> None:
     line = encode_message(error_response(None, InvalidRequest("bad")))
     assert json.loads(line) == {"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": "bad"}}
+
+
+# --- the shortcuts produce exactly what the json module does ----------------------------------------
+#
+# wire calls json's C scanner and C encoder directly, and puts large strings on the line with byte
+# operations of its own (wire.py, "large results"). These tests pin them to the json module's own
+# output over seeded random corpora: same values, same error messages, same bytes.
+
+
+def json_line(message: Any) -> bytes:
+    """The line the json module writes for ``message``: compact, U+2028/U+2029/U+0085 escaped,
+    and \\u-escaped throughout when the text is not UTF-8 (a lone surrogate)."""
+    text = json.dumps(message, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for raw in ("\u2028", "\u2029", "\x85"):
+        text = text.replace(raw, f"\\u{ord(raw):04x}")
+    try:
+        return (text + "\n").encode("utf-8")
+    except UnicodeEncodeError:
+        return json.dumps(message, ensure_ascii=True, separators=(",", ":"), allow_nan=False).encode("ascii") + b"\n"
+
+
+def outcome(function: Any, *args: Any) -> Any:
+    try:
+        return function(*args)
+    except Exception as exc:  # noqa: BLE001 - the kind and wording are what is compared
+        return (type(exc).__name__, str(exc))
+
+
+CHARACTERS = ["a", "Z", " ", "/", "\n", "\r", "\t", '"', "\\", "\x00", "\x1f", "\x7f", "\b", "\f", "é", "☃", "😀", "\u2028", "\u2029", "\x85", "\ud800"]
+
+
+def random_text(rng: random.Random, longest: int = 12) -> str:
+    alphabet = CHARACTERS[: rng.choice([4, 9, 14, len(CHARACTERS)])]  # often only plain or only short escapes
+    return "".join(rng.choice(alphabet) for _ in range(rng.randrange(longest + 1)))
+
+
+def random_value(rng: random.Random, depth: int = 0) -> Any:
+    kind = rng.randrange(11 if depth < 4 else 6)
+    if kind == 0:
+        return rng.choice([None, True, False])
+    if kind == 1:
+        return rng.choice([0, -1, 2**53 + 1, -(2**64) - 5, 10**40])
+    if kind == 2:
+        return rng.choice([0.0, -0.0, 0.1, 1e16, 1e-7, 1.5e300, 2.5e-300, 123456789.125, rng.random() * 10 ** rng.randrange(-20, 20)])
+    if kind in (3, 4, 5):
+        return random_text(rng)
+    if kind in (6, 7):
+        return [random_value(rng, depth + 1) for _ in range(rng.randrange(4))]
+    if kind == 8:
+        return tuple(random_value(rng, depth + 1) for _ in range(rng.randrange(3)))
+    keys = [random_text(rng) if rng.random() < 0.9 else rng.choice([7, 2.5, None, True]) for _ in range(rng.randrange(4))]
+    return {key: random_value(rng, depth + 1) for key in keys}
+
+
+def test_encoding_matches_the_json_module_byte_for_byte() -> None:
+    rng = random.Random(9)
+    for _ in range(3000):
+        message = {"jsonrpc": "2.0", "id": rng.randrange(100), "result": random_value(rng)}
+        if rng.random() < 0.02:
+            message["result"] = rng.choice([float("nan"), float("inf"), {1, 2}, b"raw"])
+        assert outcome(encode_message, message) == outcome(json_line, message)
+
+
+def random_large_item(rng: random.Random) -> Any:
+    """An item of a tools/call or resources/read result, with a string long enough to be spliced."""
+    long = random_text(rng, 40)
+    raw = bytes(rng.randrange(256) for _ in range(rng.randrange(8, 40)))
+    return rng.choice([
+        lambda: text(long),
+        lambda: text_resource("file:///" + random_text(rng, 3), long),
+        lambda: blob_resource("file:///b", raw),
+        lambda: image(raw, "image/png"),
+        lambda: embedded_resource(text_resource("file:///e", long)),
+        lambda: embedded_resource(blob_resource("file:///e", raw)),
+        lambda: {"type": "text", "text": long, "annotations": {"note": random_text(rng)}},
+    ])()
+
+
+def test_large_strings_are_spliced_into_the_same_bytes(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(wire, "SPLICE_MIN_CHARS", 8)  # small strings exercise the same code
+    rng = random.Random(4)
+    spliced = 0
+    for _ in range(3000):
+        items = [random_large_item(rng) for _ in range(rng.randrange(1, 3))]
+        if rng.random() < 0.1:
+            items.insert(0, rng.choice(["not an object", 7, None, ["a list"]]))  # skipped over, never spliced
+        key = rng.choice(["content", "contents"])
+        message = {"jsonrpc": "2.0", "id": random_text(rng, 3), "result": {key: items, "_meta": {"k": random_text(rng)}}}
+        parts = encode_message_parts(message)
+        spliced += len(parts) > 1
+        assert b"".join(parts) == json_line(message), message
+        assert encode_message(message) == json_line(message)
+    assert spliced > 2000  # the shortcut was taken (lone surrogates and the like are left to the encoder)
+
+
+def test_a_large_result_string_goes_out_in_parts_without_a_joined_copy() -> None:
+    data = bytes(range(256)) * 1024  # 256 KiB: base64 well above wire.SPLICE_MIN_CHARS
+    blob = blob_resource("file:///big", data)
+    parts = encode_message_parts({"jsonrpc": "2.0", "id": 1, "result": {"contents": [blob]}})
+    assert any(part is blob.encoded_ascii for part in parts)  # the helper's base64 bytes themselves
+    document = "line of text with a \"quote\"\n" * 4000
+    parts = encode_message_parts({"jsonrpc": "2.0", "id": 2, "result": {"content": [text(document)]}})
+    assert len(parts) > 1
+    assert json.loads(b"".join(parts)) == {"jsonrpc": "2.0", "id": 2, "result": {"content": [text(document)]}}
+
+
+def comparable(event: Any) -> Any:
+    """An event as something ``==`` compares by value (error objects compare by identity)."""
+    if isinstance(event, BadMessage):
+        return ("bad", event.id, event.error.code, event.error.message)
+    return event
+
+
+def reference_event(line: bytes) -> Any:
+    """What parse_line must return, computed with the json module's documented API."""
+
+    def refuse(name: str) -> Any:
+        raise ValueError(f"{name} is not valid JSON")
+
+    try:
+        message = json.JSONDecoder(parse_constant=refuse).decode(line.decode("utf-8"))
+    except (ValueError, RecursionError) as exc:
+        return ("bad", None, PARSE_ERROR, f"Parse error: {exc}")
+    return comparable(classify(message))
+
+
+def test_decoding_matches_the_json_module_on_mangled_lines() -> None:
+    rng = random.Random(3)
+    lines = [
+        '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"a":[1,2.5,null,true]}}}',
+        '{"jsonrpc":"2.0","id":"\\ud800","method":"m","params":{"x":1e400,"y":-0,"z":"\\u2028"}}',
+        '{"jsonrpc":"2.0","method":"n","params":{"v":NaN}}',
+        '{"a":1,"a":2}',
+        "{}",
+    ]
+    pieces = list('{}[]",:\\ 0123456789eE+-.ntrufals') + ["é", "\x00"]
+    for _ in range(20000):
+        line = rng.choice(lines)
+        for _ in range(rng.randrange(4)):
+            at = rng.randrange(len(line) + 1)
+            line = rng.choice([line[:at] + rng.choice(pieces) + line[at:], line[:at] + line[at + 1 :], line[:at]])
+        assert comparable(parse_line(line.encode("utf-8"))) == reference_event(line.encode("utf-8")), line
+
+
+def test_events_compare_and_print_by_their_fields_and_cost_is_not_one_of_them() -> None:
+    request = Request(7, "tools/list", {"a": 1}, cost=900)
+    assert request == Request(7, "tools/list", {"a": 1}) and request.cost == 900
+    assert request != Request(8, "tools/list", {"a": 1}) and request != Notification("tools/list", {"a": 1})
+    assert repr(request) == "Request(id=7, method='tools/list', params={'a': 1})"
+    assert repr(BadMessage(None, InvalidRequest("x"))).startswith("BadMessage(id=None, error=")
+    with pytest.raises(TypeError):
+        hash(request)  # params are a dict: as unhashable as a dataclass with eq
