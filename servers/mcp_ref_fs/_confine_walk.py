@@ -19,8 +19,11 @@ import os
 import stat
 from typing import Callable, Sequence
 
-# A step through something that is not a directory (or is a link we refused to follow).
-_DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+# A step through something that is not a directory (or is a link we refused to follow). The flags
+# are read with getattr so that the module imports on Windows (which uses _confine_windows).
+_O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | _O_CLOEXEC
 # Links followed while resolving one path, as the kernel's own limit (MAXSYMLINKS = 40).
 MAX_LINK_HOPS = 40
 
@@ -32,7 +35,7 @@ def reopen(dir_fd: int) -> int:
     Not ``os.dup``: a duplicate shares the directory read offset with the original, so two
     listings of the same root (in two worker threads) would interleave and skip entries.
     """
-    return os.open(".", os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC, dir_fd=dir_fd)
+    return os.open(".", os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC, dir_fd=dir_fd)
 
 
 # follow(resolved_prefix, link_text, remaining) -> the new full list of components below the root

@@ -175,10 +175,9 @@ _FTYP_BRANDS = {
 _BMP_DIB_SIZES = {12, 16, 40, 52, 56, 64, 108, 124}
 
 # An SVG document: optional BOM, whitespace, XML declaration, comments and doctype, then <svg.
-_SVG = re.compile(
-    rb"\A(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]*>\s*)?(?:(?:<!--.*?-->|<!DOCTYPE[^>\[]*(?:\[.*?\])?\s*>)\s*)*<svg[\s>/]",
-    re.DOTALL,
-)
+# The regular expressions of this module are kept as source and compiled by ``re`` (which caches
+# them) on first use: start-up, and requests that need none of them, do not pay for compiling.
+_SVG = rb"\A(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]*>\s*)?(?:(?:<!--.*?-->|<!DOCTYPE[^>\[]*(?:\[.*?\])?\s*>)\s*)*<svg[\s>/]"
 
 # Extension types that must not depend on the Python version (text/markdown, application/yaml,
 # ... are missing or different in some) or that the official server names. Lowercase keys.
@@ -268,7 +267,7 @@ def _sniff_magic(head: bytes) -> str | None:
     # four 7-bit bytes. Checking all of it keeps a text file starting with "ID3" text.
     if head[:3] == b"ID3" and len(head) >= 10 and head[3] in (2, 3, 4) and all(b < 0x80 for b in head[6:10]):
         return "audio/mpeg"
-    if _SVG.match(head, 0, _SNIFF_BYTES):
+    if re.compile(_SVG, re.DOTALL).match(head, 0, _SNIFF_BYTES):
         return "image/svg+xml"
     return None
 
@@ -721,15 +720,15 @@ def unified_diff(old: str, new: str, path: str) -> str:
 
     for line in difflib.unified_diff(old_part, new_part, path, path, "original", "modified", n=3):
         if skip and line.startswith("@@"):
-            line = _HUNK_NUMBERS.sub(lambda m: f"{m[1]}{int(m[2]) + skip}", line)
+            line = re.sub(_HUNK_NUMBERS, lambda m: f"{m[1]}{int(m[2]) + skip}", line)
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
 
 
-_HUNK_NUMBERS = re.compile(r"([-+])(\d+)")
+_HUNK_NUMBERS = r"([-+])(\d+)"
 
 
-_HUNK = re.compile(r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@")
+_HUNK = r"@@ -\d+(?:,(\d+))? \+\d+(?:,(\d+))? @@"
 
 
 def diff_stats(diff: str) -> tuple[int, int]:
@@ -752,7 +751,7 @@ def diff_stats(diff: str) -> tuple[int, int]:
                 old_left -= 1
                 new_left -= 1
             # "\ No newline at end of file" belongs to the line before it: nothing to count
-        elif hunk := _HUNK.match(line):
+        elif hunk := re.match(_HUNK, line):
             old_left = 1 if hunk[1] is None else int(hunk[1])
             new_left = 1 if hunk[2] is None else int(hunk[2])
     return added, removed

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
 
 from . import content
-from .offload import IN_LOOP_READ_BYTES, Stop, Stopped, off_loop, read_start, write_all
+from .offload import IN_LOOP_READ_BYTES, STOP_EVERY, Stop, Stopped, off_loop, read_start, write_all
 from .resources import location_uri
 from .root import Entry, FsError, Location, ManyEntries, OpenFile, display_name
 
@@ -431,12 +431,7 @@ class FsTools:
         return _result(f"Successfully deleted {location.display}", deleted=True)
 
     def _has_entries(self, path: str) -> bool:
-        _location, fd = self.sandbox.open_directory(path)
-        try:
-            with os.scandir(fd) as scan:
-                return next(scan, None) is not None
-        finally:
-            os.close(fd)
+        return self.sandbox.has_entries(path)
 
     # --- listing ----------------------------------------------------------------------------------
 
@@ -462,8 +457,9 @@ class FsTools:
     async def list_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         # Names and kinds only (sizes are list_directory_with_sizes' job): no stat per entry.
         _location, entries, notes = await self._entries(arguments["path"], sizes=False)
-        shown = [{"name": e.label, "type": e.kind} for e in entries]
-        body = "\n".join(f"{_TAG[item['type']]} {item['name']}" for item in shown)
+        names = _labels([entry.name for entry in entries])
+        shown = [{"name": name, "type": entry.kind} for name, entry in zip(names, entries)]
+        body = "\n".join([f"{_TAG[entry.kind]} {name}" for name, entry in zip(names, entries)])
         return _result(body, notes, entries=shown, truncated=bool(notes))
 
     async def list_directory_with_sizes(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
@@ -482,22 +478,23 @@ class FsTools:
         excludes = _excludes(arguments.get("excludePatterns") or [])
         max_depth = arguments.get("maxDepth")
         cap = self.config.max_entries
-        location, fd = self.sandbox.open_directory(arguments["path"])
-        os.close(fd)
+        location = self.sandbox.locate_directory(arguments["path"])
 
         def build(stop: Stop) -> tuple[list[dict[str, Any]], int, bool]:
             top: list[dict[str, Any]] = []
             children: dict[tuple[str, ...], list[dict[str, Any]]] = {(): top}
-            count = 0
+            count = walked = 0
             excluding = bool(excludes.patterns)
             walk = self.sandbox.walk(location, descend=lambda c: (max_depth is None or len(c) < max_depth)
                                      and not excludes.excluded("/".join(c)), sizes=False)
             try:
                 for components, entry in walk:
-                    if stop():
+                    # A cancellation is seen at the next entry, the clock read every STOP_EVERY.
+                    if stop.cancelled or not walked % STOP_EVERY and stop():
                         if stop.timed_out:
                             return top, count, True
                         raise Stopped()
+                    walked += 1
                     if excluding and excludes.excluded("/".join(components)):
                         continue
                     if count >= cap:
@@ -525,37 +522,40 @@ class FsTools:
         glob = _glob(arguments["pattern"])
         excludes = _excludes(arguments.get("excludePatterns") or [])
         cap = min(arguments.get("maxResults") or self.config.max_entries, self.config.max_entries)
-        location, fd = self.sandbox.open_directory(arguments["path"])
-        os.close(fd)
+        location = self.sandbox.locate_directory(arguments["path"])
 
         def search(stop: Stop) -> tuple[list[str], bool]:
-            found: list[str] = []
+            found: list[str] = []  # relative paths as on disk; shown in full below
             seen = 0
             excluding = bool(excludes.patterns)
-            matches = glob.matches
-            prefix = location.display.rstrip("/") + "/"  # as _join shows a path, without a Location per match
+            matches, suffixes = glob.matches, glob.suffixes
             walk = self.sandbox.walk(location, descend=lambda c: not excludes.excluded("/".join(c))
                                      and glob.could_match_below("/".join(c)), sizes=False)
             try:
-                for components, _entry in walk:
-                    seen += 1
-                    if stop():
+                for components, entry in walk:
+                    # A cancellation is seen at the next entry, the clock read every STOP_EVERY.
+                    if stop.cancelled or not seen % STOP_EVERY and stop():
                         if stop.timed_out:
                             return found, True
                         raise Stopped()
-                    if seen % 1000 == 0:  # every entry walked counts, matching or not
+                    seen += 1
+                    if not seen % 1000:  # every entry walked counts, matching or not
                         ctx.report_progress(seen, message=f"{seen} entries searched, {len(found)} matches")
+                    if suffixes is not None and not entry.name.endswith(suffixes):
+                        continue  # cannot match: most names of a '**/*.py' search end here
                     relative = "/".join(components)
-                    if excluding and excludes.excluded(relative) or not matches(relative):
+                    if not matches(relative) or excluding and excludes.excluded(relative):
                         continue
                     if len(found) >= cap:
                         return found, True
-                    found.append(prefix + display_name(relative))  # "/" is shown as itself: one call per path
+                    found.append(relative)
             finally:
                 walk.close()
             return found, False
 
         found, truncated = await off_loop(search, **self._limits(ctx))
+        prefix = location.display.rstrip("/") + "/"  # as _join shows a path, without a Location per match
+        found = [prefix + relative for relative in _labels(found)]  # "/" is shown as itself
         notes = [f"[Truncated: stopped after {len(found)} matches or the time limit; narrow the pattern or the directory.]"] \
             if truncated else []
         return _result("\n".join(found) if found else "No matches found", notes, matches=found, truncated=truncated)
@@ -573,8 +573,7 @@ class FsTools:
         excludes = _excludes(arguments.get("excludePatterns") or [])
         cap = min(arguments.get("maxResults") or self.config.max_entries, self.config.max_entries)
         context_lines = arguments.get("contextLines", 0)
-        location, fd = self.sandbox.open_directory(arguments["path"])
-        os.close(fd)
+        location = self.sandbox.locate_directory(arguments["path"])
         max_file = self.config.max_media_bytes
 
         skipped: list[str] = []  # files the regex engine ran out of memory on
@@ -686,6 +685,15 @@ def _entry_json(entry: Entry) -> dict[str, Any]:
     if entry.kind == "file":
         item["size"] = entry.size
     return item
+
+
+def _labels(names: list[str]) -> list[str]:
+    """``display_name`` of each name (or relative path). One check of them all, joined by "/"
+    (which ``display_name`` leaves alone), answers for the usual case where none needs an escape."""
+    joined = "/".join(names)
+    if display_name(joined) == joined:
+        return names
+    return [display_name(name) for name in names]
 
 
 def _join(location: Location, components: tuple[str, ...]) -> str:

@@ -34,7 +34,7 @@ at most once per batch, and catches up as below.
 
 Every path a batch reports is checked before anything is announced: it must lie, lexically,
 inside a root, and the directory holding it must open through the sandbox (confined: no link
-leaving the root on the way, ``Sandbox.open_directory``). A change reported under a directory that
+leaving the root on the way, ``Sandbox.locate_directory``). A change reported under a directory that
 was swapped for a link since it was watched, or that no longer exists, is dropped; what vanished
 with a directory is announced through the entry of the directory itself, which its parent reports.
 The kernel resolves a watched path when the watch is placed, so a directory swapped for a link
@@ -76,13 +76,12 @@ from __future__ import annotations
 import atexit
 import contextlib
 import logging
-import os
 import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
 
 from .resources import location_uri, uri_path
-from .root import AccessDenied, FsError, Location, NotFound, _under
+from .root import AccessDenied, FsError, Location, NotFound
 
 if TYPE_CHECKING:
     from mcp_ref import Server
@@ -103,9 +102,6 @@ CLOCK_SLACK_NS = 50_000_000
 # subscribed files' directories are watched.
 MAX_WATCHED_DIRECTORIES = 20_000
 INOTIFY_WATCH_LIMIT = "/proc/sys/fs/inotify/max_user_watches"
-# Where the kernel tells the path of an open descriptor (Linux): how a capped watch finds the
-# real directory of a subscribed file after opening it through the sandbox.
-FD_PATHS = "/proc/self/fd"
 
 _UNKNOWN = object()  # no fingerprint was taken (subscribed after the watch thread took them)
 _T = TypeVar("_T")
@@ -155,6 +151,7 @@ class Watcher:
     def __init__(self, server: Server, sandbox: Sandbox) -> None:
         self.server = server
         self.sandbox = sandbox
+        self._sep = sandbox.roots[0].sep  # how real paths are joined ("\\" on Windows)
         self._subscribed: dict[str, list[str]] = {}  # canonical URI -> the URIs clients sent
         self._canonicals: dict[str, str | None] = {}  # each subscribed URI -> its canonical form
         self._lists = False
@@ -231,7 +228,7 @@ class Watcher:
         """Where a reported (real) path lies: the innermost root holding it lexically, or None."""
         best: Location | None = None
         for root in self.sandbox.roots:
-            parts = _under(path, root.real)
+            parts = self.sandbox.below(path, root.real)
             if parts is not None and (best is None or len(root.real) > len(best.root.real)):
                 best = Location(root, parts)
         return best
@@ -345,12 +342,12 @@ class Watcher:
                 continue
             found[root.real] = None
             walk = self.sandbox.walk(self.sandbox.root_location(index),
-                                     descend=lambda components, root=root: _join(root.real, components) not in roots)
+                                     descend=lambda components, root=root: _join(root.real, components, self._sep) not in roots)
             try:
                 for components, entry in walk:
                     if stop.event.is_set():
                         break
-                    path = _join(root.real, components)
+                    path = _join(root.real, components, self._sep)
                     if entry.kind != "directory" or path in roots or not _watchable(path):
                         continue  # not a directory; another root (watched as itself); a name watchfiles cannot take
                     found[path] = None
@@ -377,13 +374,9 @@ class Watcher:
     def _real_directory(self, path: str) -> str | None:
         """The real path of the directory ``path`` names, opened confined; None where the system
         does not tell a descriptor's path, or that path is not inside a root or not watchable."""
-        _location, fd = self.sandbox.open_directory(path)
-        try:
-            real = os.readlink(f"{FD_PATHS}/{fd}")
-        except OSError:
+        real = self.sandbox.real_directory(path)
+        if real is None:
             return None
-        finally:
-            os.close(fd)
         return real if self._inside(real) is not None and _watchable(real) else None
 
     def _catch_up(self, stop: _Stop, since: int, baseline: dict[str, Any], listed: int) -> None:
@@ -448,7 +441,7 @@ class Watcher:
     def _has_unwatched_directory(self, path: str, watched: frozenset[str]) -> bool:
         walk = self.sandbox.walk(path, descend=lambda components: False)
         try:
-            return any(entry.kind == "directory" and (child := _join(path, components)) not in watched and _watchable(child)
+            return any(entry.kind == "directory" and (child := _join(path, components, self._sep)) not in watched and _watchable(child)
                        for components, entry in walk)
         except FsError:
             return False
@@ -493,24 +486,22 @@ class Watcher:
                 groups.setdefault(Location(location.root, location.parts[:-1]), []).append((change, path, location))
         for parent, items in groups.items():
             try:
-                _location, fd = self.sandbox.open_directory(parent)
+                self.sandbox.locate_directory(parent)
             except FsError:
                 continue
-            os.close(fd)
             yield from items
 
     def _is_directory(self, location: Location) -> bool:
         try:
-            _location, fd = self.sandbox.open_directory(location)
+            self.sandbox.locate_directory(location)
         except FsError:
             return False
-        os.close(fd)
         return True
 
 
-def _join(base: str, components: tuple[str, ...]) -> str:
+def _join(base: str, components: tuple[str, ...], sep: str = "/") -> str:
     """The path of ``components`` below the directory ``base`` (absolute, normalized)."""
-    return base.rstrip("/") + "/" + "/".join(components) if components else base
+    return base.rstrip(sep) + sep + sep.join(components) if components else base
 
 
 def _watchable(path: str) -> bool:

@@ -55,6 +55,10 @@ class WindowsPathError(ValueError):
     """A path or name that the sandbox refuses on Windows; ``str()`` says why."""
 
 
+class Outside(WindowsPathError):
+    """A well-formed path, or a link's text, that leads outside the allowed directories."""
+
+
 @dataclass(frozen=True)
 class WinPath:
     """A parsed absolute path: ``anchor`` is ``C:`` or ``\\\\server\\share`` (as spelled), and
@@ -221,5 +225,39 @@ def locate(path: str, roots: list[str] | tuple[str, ...]) -> tuple[int, tuple[st
         if parts is not None and (best is None or len(root.parts) > best[0]):
             best = (len(root.parts), index, parts)
     if best is None:
-        raise WindowsPathError(f"{path!r} is outside the allowed directories")
+        raise Outside(f"{path!r} is outside the allowed directories")
     return best[1], best[2]
+
+
+def follow_link(text: str, aliases: tuple[str, ...] | list[str], prefix: tuple[str, ...]) -> tuple[str, ...]:
+    """The components below a root that a link's ``text`` names, for a link in the directory
+    ``prefix`` (components below the root): the Windows spelling of the sandbox's link policy.
+
+    Relative text is resolved lexically from ``prefix`` and may not climb above the root; absolute
+    text (drive, UNC or ``\\\\?\\``, as ``os.readlink`` reports symbolic links and junctions) must
+    lie inside one of ``aliases``, the spellings of the *same* root. Anything else (empty text,
+    drive-relative or rooted text, a device path, a name Windows would read as another) raises
+    ``WindowsPathError`` (``Outside`` when it leaves the root), judged on the text alone.
+    """
+    if not text or "\0" in text:
+        raise WindowsPathError("a link with empty text or a NUL character")
+    if kind(text) == "relative":
+        resolved = list(prefix)
+        for part in _SEPARATORS.split(text):
+            if part in ("", "."):
+                continue
+            if part == "..":
+                if not resolved:
+                    raise Outside(f"the link {text!r} climbs above its root")
+                resolved.pop()
+            else:
+                resolved.append(check_component(part))
+        return tuple(resolved)
+    target = parse_absolute(text, check=False)
+    for alias in aliases:
+        parts = below(target, parse_absolute(alias, check=False))
+        if parts is not None:
+            for part in parts:  # the names below the root follow the client rules
+                check_component(part)
+            return parts
+    raise Outside(f"the link {text!r} leads outside its root")

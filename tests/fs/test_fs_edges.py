@@ -20,6 +20,7 @@ import errno
 import importlib.util
 import itertools
 import os
+import subprocess
 import sys
 import threading
 import time
@@ -30,7 +31,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from mcp_ref import Server
-from mcp_ref_fs import _confine_openat2, offload
+from mcp_ref_fs import _act, _confine_openat2, offload
 from mcp_ref_fs import root as fsroot
 from mcp_ref_fs.config import Config
 from mcp_ref_fs.resources import location_uri
@@ -67,7 +68,8 @@ def temp_files(directory: Path) -> list[str]:
 
 
 def patch_os(monkeypatch: pytest.MonkeyPatch, **replacements: Callable[..., Any]) -> Any:
-    """Give root.py an ``os`` whose named functions are replaced (the rest is the real ``os``)."""
+    """Give root.py and its act step (``_act``) an ``os`` whose named functions are replaced (the
+    rest is the real ``os``)."""
     real = os
 
     class PatchedOs:
@@ -78,6 +80,7 @@ def patch_os(monkeypatch: pytest.MonkeyPatch, **replacements: Callable[..., Any]
     for name, function in replacements.items():
         setattr(proxy, name, function)
     monkeypatch.setattr(fsroot, "os", proxy)
+    monkeypatch.setattr(_act, "os", proxy)
     return proxy
 
 
@@ -133,6 +136,28 @@ def test_an_unknown_confinement_name_in_the_environment_is_an_error(monkeypatch:
     monkeypatch.setenv("MCP_REF_FS_CONFINE", "fast")
     with pytest.raises(ValueError, match="unknown confinement mechanism 'fast'"):
         choose_mechanism()
+
+
+@pytest.mark.req("FS-ACT-PATHS")
+def test_the_server_takes_its_act_step_from_the_environment(tmp_path: Path) -> None:
+    """MCP_REF_FS_ACT=paths serves through the path-based act step (the suite runs whole that way
+    too); an unknown name ends the server with status 2 before it serves anything."""
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    (root / "sub" / "a.txt").write_bytes(OLD)
+    with ServerProcess(fs_command(root), env={"MCP_REF_FS_ACT": "paths"}) as server:
+        assert server_text(server, "read_text_file", {"path": str(root / "sub" / "a.txt")}) == OLD.decode()
+        server_text(server, "write_file", {"path": str(root / "sub" / "b.txt"), "content": "new"})
+        assert "[FILE] b.txt" in server_text(server, "list_directory", {"path": str(root / "sub")})
+    assert (root / "sub" / "b.txt").read_text() == "new"
+    result = subprocess.run(fs_command(root), env={**os.environ, "MCP_REF_FS_ACT": "fast"}, stdin=subprocess.DEVNULL,
+                            capture_output=True, text=True, timeout=60)
+    assert result.returncode == 2 and "unknown act step 'fast'" in result.stderr
+
+
+def server_text(server: ServerProcess, name: str, arguments: dict[str, Any]) -> str:
+    result = succeeded(server, name, arguments)
+    return "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
 
 
 def test_automatic_confinement_uses_the_walk_where_openat2_is_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -202,7 +227,7 @@ def test_closing_a_sandbox_twice_leaves_a_descriptor_that_reused_the_number_open
 
 def test_a_link_text_that_is_empty_or_holds_nul_counts_as_leaving_the_root(sandbox: Sandbox) -> None:
     # No local file system stores such a link; a network or FUSE file system might report one.
-    follow = Sandbox._follow_link(sandbox.roots[0])
+    follow = sandbox._follow_link(sandbox.roots[0])
     for text in ("", "a\0b"):
         with pytest.raises(fsroot._Escape):
             follow((), text, ("x",))
@@ -240,13 +265,18 @@ def test_an_interruption_during_an_operation_propagates_as_itself_and_leaks_no_d
     assert open_fds() == before
 
 
+def _held_path(held: int | str) -> str:
+    """The real path of a directory the act step lists: a descriptor, or /proc/self/fd/N."""
+    return os.readlink(held if isinstance(held, str) else f"/proc/self/fd/{held}")
+
+
 def _vanishing_scandir(victim: Path) -> Callable[[int], Any]:
     """``os.scandir`` that deletes ``victim`` right after listing the directory holding it."""
 
-    def scandir(fd: int) -> Any:
+    def scandir(fd: int | str) -> Any:  # a descriptor (at), or /proc/self/fd/N (paths)
         with os.scandir(fd) as scan:
             entries = list(scan)
-        if victim.exists() and os.path.samefile(os.readlink(f"/proc/self/fd/{fd}"), victim.parent):
+        if victim.exists() and os.path.samefile(_held_path(fd), victim.parent):
             victim.unlink()
         return contextlib.nullcontext(iter(entries))
 
@@ -276,8 +306,8 @@ def test_a_directory_that_cannot_be_read_during_a_walk_is_listed_but_not_entered
         (root_dir / directory).mkdir()
         (root_dir / directory / "x.txt").write_bytes(b"x")
 
-    def scandir(fd: int) -> Any:
-        if os.readlink(f"/proc/self/fd/{fd}") == str(root_dir / "bad"):
+    def scandir(fd: int | str) -> Any:
+        if _held_path(fd) == str(root_dir / "bad"):
             raise OSError(errno.EIO, os.strerror(errno.EIO))
         return os.scandir(fd)
 
@@ -291,7 +321,7 @@ def test_a_directory_that_cannot_be_read_during_a_walk_is_listed_but_not_entered
 
 def test_a_directory_created_by_someone_else_at_the_same_moment_is_accepted(
         monkeypatch: pytest.MonkeyPatch, root_dir: Path, sandbox: Sandbox) -> None:
-    def racing_mkdir(name: str, mode: int = 0o777, *, dir_fd: int) -> None:
+    def racing_mkdir(name: str, mode: int = 0o777, *, dir_fd: int | None = None) -> None:  # at, or paths
         os.mkdir(name, mode, dir_fd=dir_fd)  # the other process wins the race ...
         os.mkdir(name, mode, dir_fd=dir_fd)  # ... so ours finds it there (FileExistsError)
 
@@ -473,19 +503,36 @@ def test_a_failing_close_of_the_temporary_file_still_closes_the_directory(
     assert temp_files(root_dir) == []
 
 
+def test_a_failing_close_of_a_held_directory_is_quiet_and_leaks_nothing(
+        monkeypatch: pytest.MonkeyPatch, root_dir: Path) -> None:
+    before = open_fds()
+    sandbox = Sandbox.open([str(root_dir)])
+    real_close = sandbox.act.close
+
+    def close(held: Any) -> None:
+        real_close(held)
+        raise OSError(errno.EIO, os.strerror(errno.EIO))  # closed, but close(2) reports an error
+
+    monkeypatch.setattr(sandbox.act, "close", close)
+    replacing = sandbox.replace_file("file.txt")
+    replacing.abort()  # the temporary file is removed and both descriptors closed, quietly
+    sandbox.close()
+    assert open_fds() == before and temp_files(root_dir) == []
+
+
 def test_without_renameat2_in_the_c_library_moves_fall_back_and_still_never_overwrite(
         monkeypatch: pytest.MonkeyPatch, root_dir: Path, sandbox: Sandbox) -> None:
     (root_dir / "taken.txt").write_bytes(b"taken\n")
     assert sandbox.mechanism is not None  # chosen before the C library is replaced
-    fsroot._renameat2.cache_clear()
+    _act._renameat2.cache_clear()
     monkeypatch.setattr(ctypes, "CDLL", lambda *args, **kwargs: types.SimpleNamespace())  # no renameat2 in it
     try:
-        assert fsroot._renameat2() is None
+        assert _act._renameat2() is None
         with pytest.raises(AlreadyExists):
             sandbox.move("file.txt", "taken.txt")
         sandbox.move("file.txt", "moved.txt")
     finally:
-        fsroot._renameat2.cache_clear()  # looked up again, for real, on next use
+        _act._renameat2.cache_clear()  # looked up again, for real, on next use
     assert (root_dir / "taken.txt").read_bytes() == b"taken\n"
     assert (root_dir / "moved.txt").read_bytes() == OLD and not (root_dir / "file.txt").exists()
 
@@ -878,13 +925,33 @@ def test_beyond_the_limit_only_the_roots_and_the_subscribed_files_directories_ar
     assert watcher._scan_watched(stop, listed, listed) == (True, True)
 
 
+def test_a_descriptors_path_comes_from_proc_on_linux_and_f_getpath_on_macos(
+        monkeypatch: pytest.MonkeyPatch, root_dir: Path) -> None:
+    import fcntl
+
+    fd = os.open(root_dir, os.O_RDONLY)
+    try:
+        assert _act.fd_real_path(fd) == str(root_dir)
+        asked: list[tuple[int, int]] = []
+
+        def f_getpath(number: int, command: int, buffer: bytes) -> bytes:
+            asked.append((number, command))
+            return b"/Users/ada/proj" + bytes(len(buffer) - 15)
+
+        monkeypatch.setattr(sys, "platform", "darwin")
+        monkeypatch.setattr(fcntl, "fcntl", f_getpath)
+        assert _act.fd_real_path(fd) == "/Users/ada/proj" and asked == [(fd, 50)]  # F_GETPATH
+    finally:
+        os.close(fd)
+    monkeypatch.undo()
+    assert _act.fd_real_path(-1) is None  # no such descriptor: the system cannot say
+
+
 def test_a_capped_watch_without_descriptor_paths_watches_the_roots_only(
         tmp_path: Path, root_dir: Path, watched: tuple[Watcher, Recorder, str], monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_ref_fs import watch
-
     watcher, _recorder, _uri = watched
     _capped(monkeypatch, tmp_path, limit=1)
-    monkeypatch.setattr(watch, "FD_PATHS", str(tmp_path / "no-proc"))
+    monkeypatch.setattr(_act, "FD_PATHS", str(tmp_path / "no-proc"))
     stop = _Stop()
     assert watcher._watch_paths(stop) == [str(root_dir)]
     stop.set()

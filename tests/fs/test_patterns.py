@@ -260,6 +260,33 @@ def test_glob_agrees_with_a_reference_matcher_on_random_cases():
                 assert glob.could_match_below("/".join(names[:depth])), (pattern, path, depth)
 
 
+_SUFFIX_TOKENS = ["a", ".", "\\*", "\\\\", "\\[", "+", "\n", "*", "?", "[.a]", "{a,.}", "{x,}", "**"]
+
+
+def test_the_literal_suffix_shortcut_never_changes_an_answer():
+    """``Glob.matches`` rejects a path that lacks every alternative's literal ending before the
+    regex runs; on random globs (escapes, regex metacharacters, braces, classes) it answers
+    exactly as the regex alone."""
+    rng = random.Random(9)
+    for _ in range(3000):
+        pattern = "/".join("".join(rng.choice(_SUFFIX_TOKENS) for _ in range(rng.randint(1, 4))) for _ in range(rng.randint(1, 3)))
+        try:
+            glob = compile_glob(pattern)
+        except ValueError:
+            continue
+        for _ in range(10):
+            path = "/".join("".join(rng.choice("a.*\\[+\nx") for _ in range(rng.randint(1, 5))) for _ in range(rng.randint(1, 3)))
+            assert glob.matches(path) is (glob._regex.fullmatch(path) is not None), (pattern, path)
+
+
+@pytest.mark.parametrize(("pattern", "suffixes"), [
+    ("**/*.py", (".py",)), ("*.{py,pyi}", (".py", ".pyi")), ("src/a\\*b", ("a*b",)), ("a?", None), ("*.[ch]", None),
+    ("a/**", None), ("x*", None), ("{*.md,docs/**}", None),
+])
+def test_globs_know_the_literal_text_every_match_ends_with(pattern, suffixes):
+    assert compile_glob(pattern)._suffixes == suffixes
+
+
 # --- globs: pruning -----------------------------------------------------------------------------
 
 

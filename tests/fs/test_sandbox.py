@@ -1,8 +1,9 @@
 """The attack matrix of the mcp-ref-fs sandbox (servers/mcp_ref_fs/root.py).
 
 Every ``Sandbox`` operation is attacked with every escape class, once per confinement mechanism
-(the portable ``O_NOFOLLOW`` walk and Linux ``openat2(RESOLVE_BENEATH)``; the ``world`` fixture is
-parametrized over both). The layout of each test's temporary directory::
+(the portable ``O_NOFOLLOW`` walk and Linux ``openat2(RESOLVE_BENEATH)``) and act step (POSIX
+``*at`` calls, and the path-based act step Windows uses, run here through ``/proc/self/fd``): the
+``world`` fixture is parametrized over all four combinations. The layout of each test's temporary directory::
 
     base/root/            the allowed directory (links of every kind, see LINKS)
     base/outside/         a sibling no operation may touch; its files hold SECRET
@@ -26,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from mcp_ref_fs import _confine_walk
+from mcp_ref_fs import _act, _confine_walk
 from mcp_ref_fs import root as fsroot
 from mcp_ref_fs._confine_openat2 import Openat2Mechanism
 from mcp_ref_fs.root import (
@@ -177,6 +178,14 @@ def assert_no_secret(value: object) -> None:
 
 
 
+@pytest.fixture(params=["at", "paths"])
+def act(request: pytest.FixtureRequest) -> Any:
+    """The act step: POSIX ``*at`` calls, or paths through the held directory (what Windows runs)."""
+    chosen = _act.choose_act(request.param)
+    assert chosen.name == request.param
+    return chosen
+
+
 @pytest.fixture(params=["walk", "openat2"])
 def mechanism(request: pytest.FixtureRequest) -> Any:
     try:
@@ -191,21 +200,21 @@ def mechanism(request: pytest.FixtureRequest) -> Any:
 
 
 @pytest.fixture
-def world(tmp_path: Path, mechanism: Any) -> Iterator[World]:
+def world(tmp_path: Path, mechanism: Any, act: Any) -> Iterator[World]:
     base = tmp_path.resolve()
     build_world(base)
-    sandbox = Sandbox.open([str(base / "root")], mechanism=mechanism)
+    sandbox = Sandbox.open([str(base / "root")], mechanism=mechanism, act=act)
     yield World(base, base / "root", base / "outside", sandbox)
     sandbox.close()
 
 
 @pytest.fixture
-def make_sandbox(mechanism: Any) -> Iterator[Callable[..., Sandbox]]:
-    """``make_sandbox(path, ...)``: another sandbox with the same mechanism, closed after the test."""
+def make_sandbox(mechanism: Any, act: Any) -> Iterator[Callable[..., Sandbox]]:
+    """``make_sandbox(path, ...)``: another sandbox with the same mechanism and act, closed after the test."""
     opened: list[Sandbox] = []
 
     def make(*paths: Path | str) -> Sandbox:
-        sandbox = Sandbox.open([str(p) for p in paths], mechanism=mechanism)
+        sandbox = Sandbox.open([str(p) for p in paths], mechanism=mechanism, act=act)
         opened.append(sandbox)
         return sandbox
 
@@ -233,11 +242,12 @@ def _open_file(sandbox: Sandbox, path: Any) -> bytes:
 
 
 def _open_directory(sandbox: Sandbox, path: Any) -> tuple[Any, list[str]]:
-    location, fd = sandbox.open_directory(path)
+    location, held = sandbox.open_directory(path)
     try:
-        return location, sorted(os.listdir(fd))
+        with sandbox.act.scandir(held) as scan:
+            return location, sorted(entry.name for entry in scan)
     finally:
-        os.close(fd)
+        sandbox.close_directory(held)
 
 
 def _replace_file(sandbox: Sandbox, path: Any) -> Any:
@@ -754,6 +764,44 @@ def test_a_nested_root_cannot_be_deleted_or_moved_through_the_outer_root(world, 
     with pytest.raises(Refused):
         sandbox.move(world.path(template), "elsewhere")
     assert (world.root / "sub" / "inner.txt").read_bytes() == INNER_TEXT
+
+
+@pytest.mark.req("FS-NESTED-ROOTS", "FS-ROOT-IMMOVABLE")
+@pytest.mark.parametrize("template", ["empty", "{root}/empty", "good_weird/../empty"])
+def test_a_nested_root_known_under_another_spelling_is_protected_by_identity(world, mechanism, act, template):
+    """On a case-insensitive or normalising file system (APFS, NTFS) ``/r/EMPTY`` is ``/r/empty``, and
+    Python's ``realpath`` keeps the spelling it was given, so no string comparison relates the two
+    roots. Simulated with a spelling through a link, which realpath would otherwise have resolved:
+    the nested root is an empty directory, so only the identity check keeps it from being deleted."""
+    os.symlink(world.root, world.base / "alias")
+    spelled = f"{world.base}/alias/empty"
+    inner = fsroot.Root(spelled, spelled, act.open_root(spelled))
+    sandbox = Sandbox([world.sandbox.roots[0], inner], mechanism, act)
+    try:
+        with pytest.raises(Refused, match="holds the allowed directory"):
+            sandbox.delete(world.path(template))
+        with pytest.raises(Refused, match="holds the allowed directory"):
+            sandbox.move(world.path(template), "elsewhere")
+        sandbox.move("sub/deeper", "deeper_moved")  # a directory holding no root still moves
+    finally:
+        act.close(inner.fd)
+    assert (world.root / "empty").is_dir() and (world.root / "deeper_moved" / "inner.txt").read_bytes() == DEEP_TEXT
+
+
+@pytest.mark.req("FS-NESTED-ROOTS", "FS-ROOT-IMMOVABLE")
+def test_where_the_file_system_numbers_nothing_spellings_are_compared_folded():
+    """Inode 0 (some network and FAT file systems): the spellings are compared after NFC and casefold."""
+    roots = [fsroot.Root("/r", "/r", -1), fsroot.Root("/r/Caf\u00e9/inner", "/r/Caf\u00e9/inner", -1),
+             fsroot.Root("/nonexistent-mcp-ref/x", "/nonexistent-mcp-ref/x", -1)]
+    sandbox = Sandbox(roots, act=_act.AtAct())
+    numbered = os.stat_result((stat.S_IFDIR | 0o755, 12345, 1, 2, 0, 0, 0, 0, 0, 0))
+    unnumbered = os.stat_result((stat.S_IFDIR | 0o755, 0, 1, 2, 0, 0, 0, 0, 0, 0))
+    with pytest.raises(Refused, match="holds the allowed directory /r/Caf"):
+        sandbox._refuse_if_holds_a_root_by_identity(fsroot.Location(roots[0], ("CAFE\u0301",)), unnumbered, "deleted")
+    sandbox._refuse_if_holds_a_root_by_identity(fsroot.Location(roots[0], ("cafe",)), unnumbered, "deleted")
+    sandbox._refuse_if_holds_a_root_by_identity(fsroot.Location(roots[0], ("CAFE\u0301",)), numbered, "deleted")
+    file_info = os.stat_result((stat.S_IFREG | 0o644, 0, 1, 1, 0, 0, 0, 0, 0, 0))
+    sandbox._refuse_if_holds_a_root_by_identity(fsroot.Location(roots[0], ("CAFE\u0301",)), file_info, "deleted")
 
 
 @pytest.fixture
@@ -1314,12 +1362,14 @@ def test_a_walk_never_enters_a_directory_swapped_for_a_link_while_walking(world,
 
         @staticmethod
         def open(path: Any, flags: int, *args: Any, **kwargs: Any) -> int:
-            if path == "deeper" and flags & os.O_DIRECTORY and not fired:
+            # "deeper" beside the held directory (at), or "/proc/self/fd/N/deeper" (paths)
+            if os.path.basename(path) == "deeper" and flags & os.O_DIRECTORY and not fired:
                 fired.append(True)
                 _swap_dir_for_link(world.root / "sub" / "deeper", str(world.outside))
             return real_os.open(path, flags, *args, **kwargs)
 
     monkeypatch.setattr(fsroot, "os", SwappingOs())
+    monkeypatch.setattr(_act, "os", SwappingOs())
     walked = list(world.sandbox.walk("sub"))
     assert fired
     assert not [c for c, _e in walked if c[0] == "deeper" and len(c) > 1]
@@ -1334,7 +1384,7 @@ def test_a_walk_never_enters_a_directory_swapped_for_a_link_while_walking(world,
 def rename_impl(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Moves with renameat2(RENAME_NOREPLACE), and with the fallback used where it is missing."""
     if request.param == "link-fallback":
-        monkeypatch.setattr(fsroot, "_renameat2", (lambda: None) if callable(fsroot._renameat2) else None)
+        monkeypatch.setattr(_act, "_renameat2", lambda: None)
     return request.param
 
 

@@ -40,6 +40,7 @@ KINDS = [
 ]
 
 
+@pytest.mark.req("FS-WINDOWS-PATHS")
 @pytest.mark.parametrize(("path", "expected"), KINDS)
 def test_kinds_of_path(path: str, expected: str) -> None:
     assert kind(path) == expected
@@ -65,11 +66,13 @@ REFUSED_NAMES = [
 ]
 
 
+@pytest.mark.req("FS-WINDOWS-PATHS")
 @pytest.mark.parametrize("name", ALLOWED_NAMES)
 def test_ordinary_names_are_allowed(name: str) -> None:
     assert check_component(name) == name
 
 
+@pytest.mark.req("FS-WINDOWS-PATHS")
 @pytest.mark.parametrize(("name", "reason"), REFUSED_NAMES)
 def test_names_windows_reads_as_something_else_are_refused(name: str, reason: str) -> None:
     with pytest.raises(WindowsPathError, match=reason):
@@ -91,6 +94,7 @@ PARSED = [
 ]
 
 
+@pytest.mark.req("FS-WINDOWS-PATHS")
 @pytest.mark.parametrize(("path", "anchor", "parts"), PARSED)
 def test_absolute_paths_parse_to_an_anchor_and_components(path: str, anchor: str, parts: tuple[str, ...]) -> None:
     parsed = parse_absolute(path)
@@ -114,6 +118,7 @@ REFUSED_PATHS = [
 ]
 
 
+@pytest.mark.req("FS-WINDOWS-PATHS")
 @pytest.mark.parametrize(("path", "reason"), REFUSED_PATHS)
 def test_spellings_a_sandbox_cannot_pin_down_are_refused(path: str, reason: str) -> None:
     with pytest.raises(WindowsPathError, match=reason):
@@ -141,6 +146,7 @@ WITHIN = [
 ]
 
 
+@pytest.mark.req("FS-WINDOWS-PATHS")
 @pytest.mark.parametrize(("path", "root", "expected"), WITHIN)
 def test_final_paths_are_compared_with_the_roots_case_insensitively_by_whole_components(path: str, root: str, expected: bool) -> None:
     assert is_within(path, root) is expected
@@ -162,6 +168,7 @@ LOCATED = [
 ]
 
 
+@pytest.mark.req("FS-WINDOWS-PATHS")
 @pytest.mark.parametrize(("path", "index", "parts"), LOCATED)
 def test_client_paths_locate_a_root_and_components(path: str, index: int, parts: tuple[str, ...]) -> None:
     assert locate(path, ROOTS) == (index, parts)
@@ -173,9 +180,60 @@ def test_client_paths_locate_a_root_and_components(path: str, index: int, parts:
      "C:\\Users\\me", "\\\\nas\\share\\other", "C:proj\\x", "\\Users\\me\\proj\\x", "sub\\nul.txt", "data.bin:stream",
      "PROGRA~1\\x", "\\\\.\\C:\\Users\\me\\proj\\x"],
 )
+@pytest.mark.req("FS-WINDOWS-PATHS")
 def test_client_paths_outside_or_ambiguous_are_refused(path: str) -> None:
     with pytest.raises(WindowsPathError):
         locate(path, ROOTS)
+
+
+@pytest.mark.parametrize(
+    ("path", "outside"),
+    [("..\\escape.txt", True), ("C:\\Users\\me\\proj_evil\\x", True), ("D:\\x", True), ("\\\\nas\\share\\other", True),
+     ("C:proj\\x", False), ("\\Users\\me\\proj\\x", False), ("sub\\nul.txt", False), ("PROGRA~1\\x", False),
+     ("\\\\.\\C:\\Users\\me\\proj\\x", False)],
+)
+@pytest.mark.req("FS-WINDOWS-PATHS")
+def test_a_path_outside_the_roots_is_told_from_a_malformed_one(path: str, outside: bool) -> None:
+    """The sandbox answers AccessDenied for the first kind and InvalidPath for the second."""
+    with pytest.raises(WindowsPathError) as caught:
+        locate(path, ROOTS)
+    assert isinstance(caught.value, winpaths.Outside) is outside
+
+
+# --- link texts: the Windows spelling of the link policy -------------------------------------------------
+
+ALIASES = ("C:\\Users\\me\\proj", "C:\\Real\\proj")
+FOLLOWED = [
+    ("b.txt", ("sub",), ("sub", "b.txt")),  # relative to the directory holding the link
+    ("..\\b.txt", ("sub",), ("b.txt",)),
+    ("../x/./y", ("sub",), ("x", "y")),
+    (".\\", ("sub",), ("sub",)),
+    ("C:\\Users\\me\\proj\\a", ("sub",), ("a",)),  # absolute, under either spelling of the root
+    ("c:/real/PROJ/a/b", (), ("a", "b")),
+    ("\\\\?\\C:\\Users\\me\\proj\\j", (), ("j",)),  # how os.readlink reports a junction
+    ("C:\\Users\\me\\proj", ("sub",), ()),
+]
+
+
+@pytest.mark.req("FS-WINDOWS-PATHS")
+@pytest.mark.parametrize(("text", "prefix", "parts"), FOLLOWED)
+def test_link_texts_inside_the_same_root_name_components_below_it(text: str, prefix: tuple[str, ...], parts: tuple[str, ...]) -> None:
+    assert winpaths.follow_link(text, ALIASES, prefix) == parts
+
+
+@pytest.mark.parametrize(
+    ("text", "outside"),
+    [("..\\..\\secret", True), ("../..", True), ("C:\\Users\\me\\other\\x", True), ("C:\\Users\\me\\proj_evil", True),
+     ("D:\\Users\\me\\proj\\x", True), ("\\\\server\\share\\x", True), ("\\\\?\\UNC\\server\\share", True),
+     ("", False), ("a\0b", False), ("C:x", False), ("\\Users\\me\\proj\\a", False), ("\\\\.\\pipe\\x", False),
+     ("\\\\?\\Volume{0123}\\x", False), ("nul", False), ("a:stream", False), ("C:\\Users\\me\\proj\\CON", False),
+     ("C:\\Users\\me\\proj\\x.", False)],
+)
+@pytest.mark.req("FS-WINDOWS-PATHS")
+def test_link_texts_leaving_the_root_or_unpinnable_are_refused_on_the_text_alone(text: str, outside: bool) -> None:
+    with pytest.raises(WindowsPathError) as caught:
+        winpaths.follow_link(text, ALIASES, ("sub",))
+    assert isinstance(caught.value, winpaths.Outside) is outside
 
 
 # --- the mechanism on a system that is not Windows ----------------------------------------------------
@@ -189,7 +247,6 @@ def test_the_windows_mechanism_imports_everywhere_but_is_available_only_on_windo
             _confine_windows.WindowsMechanism()
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="root.py does not import on Windows yet (POSIX *at calls)")
 def test_the_automatic_choice_never_picks_the_windows_mechanism_elsewhere() -> None:
     from mcp_ref_fs.root import choose_mechanism
 
@@ -212,13 +269,12 @@ def test_final_path_checks_refuse_handles_outside_the_roots() -> None:
 # --- macOS: moves without replacing through renameatx_np(RENAME_EXCL) ---------------------------------
 
 
-@pytest.mark.skipif(sys.platform == "win32", reason="root.py does not import on Windows yet (POSIX *at calls)")
 def test_on_macos_moves_use_renameatx_np_with_rename_excl(monkeypatch: pytest.MonkeyPatch) -> None:
     """Linux cannot run it; the lookup and the flag translation are checked with a stand-in libc."""
     import ctypes
     import types
 
-    from mcp_ref_fs import root as fsroot
+    from mcp_ref_fs import _act
 
     calls: list[tuple[Any, ...]] = []
 
@@ -228,11 +284,11 @@ def test_on_macos_moves_use_renameatx_np_with_rename_excl(monkeypatch: pytest.Mo
 
     monkeypatch.setattr(sys, "platform", "darwin")
     monkeypatch.setattr(ctypes, "CDLL", lambda *a, **k: types.SimpleNamespace(renameatx_np=renameatx_np))  # no renameat2
-    fsroot._renameat2.cache_clear()
+    _act._renameat2.cache_clear()
     try:
-        function = fsroot._renameat2()
+        function = _act._renameat2()
         assert function is not None
-        assert function(3, b"a", 4, b"b", fsroot._RENAME_NOREPLACE) == 0
+        assert function(3, b"a", 4, b"b", _act._RENAME_NOREPLACE) == 0
         assert calls == [(3, b"a", 4, b"b", 0x4)]  # RENAME_EXCL
     finally:
-        fsroot._renameat2.cache_clear()
+        _act._renameat2.cache_clear()

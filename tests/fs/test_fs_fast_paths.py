@@ -1,0 +1,196 @@
+"""The shortcuts mcp-ref-fs takes for speed (issue 9) answer exactly as the plain way would.
+
+Each shortcut is checked against a plain reference written here: ``display_name``'s test for
+printable ASCII, the one check of a whole listing's names (``tools._labels``), entries made without
+the named tuple's ``__new__``, a name search that reads the clock once per ``STOP_EVERY`` entries,
+and the allocator setting taken for large reads (kept memory, given back when quiet). (``Glob.suffixes`` is checked in
+test_patterns.py.) No test here measures time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import re
+import subprocess
+import sys
+import threading
+import time
+import types
+from pathlib import Path
+from typing import Any, Iterator
+
+import pytest
+
+from mcp_ref import Server
+from mcp_ref_fs import offload
+from mcp_ref_fs.config import Config
+from mcp_ref_fs.root import Entry, Sandbox, display_name
+from mcp_ref_fs.tools import FsTools, _labels
+
+_REFERENCE_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _reference_display_name(name: str) -> str:
+    """display_name as it was before its fast path: always encode, always search."""
+    try:
+        name.encode("utf-8")
+    except UnicodeEncodeError:
+        name = os.fsencode(name).decode("utf-8", "backslashreplace")
+    return _REFERENCE_UNPRINTABLE.sub(
+        lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", name)
+
+
+def test_display_name_shows_every_character_as_the_plain_check_would() -> None:
+    singles = [chr(code) for code in range(0x3000)] + ["\udcff", "\udc80", "\U0001f600", "\ufeff"]
+    for char in singles:
+        for name in (char, f"a{char}b", f"{char}.txt"):
+            assert display_name(name) == _reference_display_name(name), repr(name)
+
+
+def test_a_plain_name_is_returned_as_it_is() -> None:
+    name = "".join(chr(code) for code in range(0x20, 0x7F))  # every printable ASCII character
+    assert display_name(name) is name
+
+
+@pytest.mark.parametrize("names", [
+    [],
+    ["a.txt", "b", "dir 2"],
+    ["a.txt", "evil\n[DIR] x", "c"],
+    ["tab\there", "plain"],
+    [os.fsdecode(b"bad\xff"), "ok"],
+    ["right\u202eleft", "é"],
+])
+def test_labels_of_a_listing_are_each_names_display_name(names: list[str]) -> None:
+    assert _labels(names) == [display_name(name) for name in names]
+
+
+@pytest.fixture
+def folder(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "sub").mkdir(parents=True)
+    for name in ["b.txt", "a.txt", "evil\nname", "é.md"]:
+        (root / name).write_text("x")
+    (root / "sub" / "c.py").write_text("")
+    os.symlink("a.txt", root / "link")
+    os.symlink("/", root / "outside")
+    return root
+
+
+def test_listings_and_walks_give_real_entries(folder: Path) -> None:
+    sandbox = Sandbox.open([str(folder)])
+    _location, entries = sandbox.list_directory(".")
+    walked = [entry for _components, entry in sandbox.walk(".", sizes=False)]
+    for entry in entries + walked:
+        assert type(entry) is Entry and len(entry) == 4
+        assert entry == Entry(entry.name, entry.kind, entry.size, entry.mtime)
+    shown = {entry.name: (entry.kind, entry.label) for entry in entries}
+    assert shown == {
+        "a.txt": ("file", "a.txt"), "b.txt": ("file", "b.txt"), "evil\nname": ("file", "evil\\x0aname"),
+        "link": ("file", "link"), "outside": ("symlink", "outside"), "sub": ("directory", "sub"), "é.md": ("file", "é.md"),
+    }
+    assert [entry.name for entry in entries] == sorted(shown)
+
+
+async def test_a_name_search_notices_its_time_limit_within_stop_every_entries(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    root = tmp_path / "many"
+    root.mkdir()
+    for index in range(3 * offload.STOP_EVERY):
+        (root / f"f{index:03d}.txt").write_bytes(b"")
+    sandbox = Sandbox.open([str(root)])
+    tools = FsTools(Server("fast", "0"), sandbox, Config(roots=(str(root),), search_seconds=0.2))
+    consumed: list[tuple[str, ...]] = []
+    real_walk = sandbox.walk
+
+    def walk(start: Any, **kwargs: Any) -> Iterator[Any]:
+        for item in real_walk(start, **kwargs):
+            consumed.append(item[0])
+            yield item
+            if len(consumed) == 5:
+                time.sleep(0.3)  # the time limit passes here, between two polls of the clock
+
+    monkeypatch.setattr(sandbox, "walk", walk)
+    ctx = types.SimpleNamespace(report_progress=lambda *args, **kwargs: True, task_id=None)
+    result = await tools.search_files(ctx, {"path": str(root), "pattern": "*.txt"})  # type: ignore[arg-type]
+    assert result.structured_content["truncated"] is True
+    # Polled at the first entry and then at entry STOP_EVERY + 1, where it stopped.
+    assert len(consumed) == offload.STOP_EVERY + 1
+    assert result.structured_content["matches"] == [f"{root}/f{index:03d}.txt" for index in range(offload.STOP_EVERY)]
+
+
+def test_a_cancellation_is_seen_without_reading_the_clock() -> None:
+    stop = offload.Stop(None)
+    assert stop.cancelled is False and stop() is False
+    threading.Thread(target=stop.set).start()
+    deadline = time.monotonic() + 5
+    while not stop.cancelled and time.monotonic() < deadline:
+        time.sleep(0.001)
+    assert stop.cancelled is True and stop() is True and stop.timed_out is False
+
+
+def test_large_reads_keep_freed_memory_until_a_quiet_moment(tmp_path: Path) -> None:
+    # In a child process: the allocator setting is process-wide and must not leak into the test runner.
+    data = os.urandom(3 * 1024 * 1024)
+    (tmp_path / "big.bin").write_bytes(data)
+    script = (
+        "import asyncio, sys\n"
+        "from mcp_ref_fs import offload\n"
+        "from mcp_ref_fs.root import Sandbox\n"
+        "offload.KEEP_SECONDS = 0.2\n"
+        "sandbox = Sandbox.open([sys.argv[1]])\n"
+        "glibc = sys.platform.startswith('linux') and bool(offload._glibc_allocator())\n"
+        "async def main():\n"
+        "    for _ in range(3):\n"
+        "        with sandbox.open_file('big.bin') as opened:\n"
+        "            data = await offload.read_start(opened, opened.info.st_size)\n"
+        "        assert (offload._give_back_timer is not None) is glibc, offload._allocator\n"
+        "        sys.stdout.buffer.write(data[-16:])\n"
+        "    await asyncio.sleep(0.5)\n"
+        "    assert offload._give_back_timer is None  # given back after the quiet moment\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, timeout=60)
+    assert done.returncode == 0, done.stderr.decode()
+    assert done.stdout == data[-16:] * 3
+
+
+def test_reads_at_or_under_the_loop_limit_leave_the_allocator_alone(tmp_path: Path) -> None:
+    (tmp_path / "small.bin").write_bytes(b"x" * 100)
+    script = (
+        "import asyncio, sys\n"
+        "from mcp_ref_fs import offload\n"
+        "from mcp_ref_fs.root import Sandbox\n"
+        "sandbox = Sandbox.open([sys.argv[1]])\n"
+        "async def main():\n"
+        "    with sandbox.open_file('small.bin') as opened:\n"
+        "        assert await offload.read_start(opened, 100) == b'x' * 100\n"
+        "    print(offload._allocator)\n"
+        "asyncio.run(main())\n"
+    )
+    done = subprocess.run([sys.executable, "-c", script, str(tmp_path)], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "None"
+
+
+def test_without_glibc_large_reads_leave_the_allocator_alone(monkeypatch: pytest.MonkeyPatch) -> None:
+    import ctypes
+
+    monkeypatch.setattr(offload, "_allocator", None)
+    monkeypatch.setattr(offload, "_give_back_timer", None)  # an earlier in-process test may have set one
+    monkeypatch.setattr(sys, "platform", "darwin")
+    offload.keep_freed_memory()  # no event loop needed: nothing is scheduled
+    assert offload._allocator is False and offload._give_back_timer is None
+    monkeypatch.setattr(sys, "platform", "linux")
+    monkeypatch.setattr(ctypes, "CDLL", lambda name: types.SimpleNamespace(mallopt=print))  # musl: no malloc_trim
+    assert offload._glibc_allocator() is False
+
+
+def test_the_thread_pool_is_not_imported_at_start_up() -> None:
+    script = "import sys, mcp_ref_fs.server; print('concurrent.futures.thread' in sys.modules)"
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "False"
+
+
+async def test_off_loop_still_runs_work_in_a_thread() -> None:
+    assert await offload.off_loop(lambda stop: threading.current_thread() is not threading.main_thread())
+    asyncio.get_running_loop()  # the loop is still usable afterwards
