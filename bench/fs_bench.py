@@ -275,11 +275,20 @@ def ref_command(root: str) -> list[str]:
     return launcher + REF_LIMITS + [root]
 
 
-def make_contenders(peers: dict[str, Any], fixture_small: str) -> list[Contender]:
+def variant_command(directory: str) -> Callable[[str], list[str]]:
+    """mcp-ref-fs from another copy of its package (``DIR/mcp_ref_fs``), on this venv's mcp_ref: an A/B
+    of a change in the same run (``--variant``). ``sys.path`` comes before the editable install's finder."""
+    launcher = f"import sys; sys.path.insert(0, {directory!r}); from mcp_ref_fs.__main__ import main; sys.exit(main())"
+    return lambda root: [PY, "-c", launcher] + REF_LIMITS + [root]
+
+
+def make_contenders(peers: dict[str, Any], fixture_small: str, variant: str | None = None) -> list[Contender]:
     contenders = [
         Contender("ref", "mcp-ref-fs", "ref", "modern", ref_command),
         Contender("ref_legacy", "mcp-ref-fs legacy", "ref", "legacy", ref_command),
     ]
+    if variant:
+        contenders.append(Contender("variant", "mcp-ref-fs variant", "ref", "modern", variant_command(variant)))
     if peers.get("sdk_python"):
         sdk_python = peers["sdk_python"]
         contenders.append(Contender("sdk", "SDK (Python)", "sdk", "modern",
@@ -428,6 +437,63 @@ class Session:
             self.child.close(timeout=20)
         finally:
             self.child.kill()
+
+    def cpu_ms(self) -> float | None:
+        """CPU time the server has used so far, all its threads, in ms (Linux ``schedstat``: ns, not
+        the 10 ms ticks of ``/proc/PID/stat``); None where unavailable. Less moved by other load on
+        the machine than wall time."""
+        pid = self.child.proc.pid
+        try:
+            total = 0
+            for task in os.listdir(f"/proc/{pid}/task"):
+                with open(f"/proc/{pid}/task/{task}/schedstat") as handle:
+                    total += int(handle.read().split()[0])
+        except (OSError, ValueError, IndexError):
+            return None
+        return total / 1e6
+
+    def settle(self, quiet_ms: float = 0.5, step: float = 0.01, limit: float = 2.0) -> None:
+        """Wait (at most ``limit`` s) until the server has used under ``quiet_ms`` of CPU in ``step`` s:
+        work it does after answering (Node collects garbage for up to ~0.2 s after an 8 MiB answer)
+        must not land in the next contender's sample on a 2-core machine."""
+        deadline = time.perf_counter() + limit
+        last = self.cpu_ms()
+        while last is not None and time.perf_counter() < deadline:
+            time.sleep(step)
+            now = self.cpu_ms()
+            if now is None or now - last < quiet_ms:
+                return
+            last = now
+
+
+def keep_driver_memory() -> None:
+    """Let this driver's C allocator keep freed memory (glibc; a no-op elsewhere). Reading an answer
+    of 11-22 MiB makes buffers that glibc otherwise unmaps or trims when they are freed, and how much
+    it keeps depends on the previous answer's size: after the Node server's 22 MiB answer to an
+    8 MiB read, the next contender's 11 MiB answer took the driver ~12 ms longer to read (28 ms
+    against 16 ms after an 11 MiB one), whatever the server did. Kept, every answer is read alike."""
+    if not sys.platform.startswith("linux"):
+        return
+    import ctypes
+
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return
+    mallopt(-3, 32 * 1024 * 1024)  # M_MMAP_THRESHOLD: blocks under 32 MiB come from the heap...
+    mallopt(-1, 512 * 1024 * 1024)  # M_TRIM_THRESHOLD: ...which keeps up to 512 MiB free
+
+
+def run_measured(workload: Workload, session: Session, fixture: Fixture) -> dict[str, Any]:
+    """``workload.run`` with the server's CPU time during it (``server_cpu_ms``) when it can be read;
+    then waits for the server to go idle (outside the sample)."""
+    before = session.cpu_ms()
+    sample = workload.run(session, fixture)  # type: ignore[misc]
+    after = session.cpu_ms()
+    if before is not None and after is not None:
+        sample["server_cpu_ms"] = after - before
+    session.settle()
+    return sample
 
 
 NOTIFICATION = b'"method":"notifications/'
@@ -746,7 +812,7 @@ class Cell:
                 out[name] = getattr(self, name)
         if self.error is None and self.samples:
             out["median"] = self.median()
-            for extra in ("p99", "all_ms", "early_page_ms", "late_page_ms", "pages", "msgs_per_s"):
+            for extra in ("p99", "all_ms", "early_page_ms", "late_page_ms", "pages", "msgs_per_s", "server_cpu_ms"):
                 if self.values(extra):
                     out[f"median_{extra}"] = statistics.median(self.values(extra))
         return out
@@ -864,7 +930,7 @@ class Runner:
             return  # each edit consumes a marker; the measured edits need no warm-up of their own
         def run() -> dict[str, Any]:
             before = session.notifications
-            sample = workload.run(session, self.fixture)  # type: ignore[misc]
+            sample = run_measured(workload, session, self.fixture)
             if session.notifications > before:  # e.g. list_changed after an edit, for a legacy client
                 sample["notifications_skipped"] = session.notifications - before
             return sample
@@ -908,7 +974,7 @@ class Runner:
                 for round_index in range(reads):
                     for contender in self.rotated([c for c in contenders if c.key in sessions], round_index):
                         self.record(self.cell(workload, contender),
-                                    lambda w=workload, c=contender, live=sessions: w.run(live[c.key], self.fixture))  # type: ignore[misc]
+                                    lambda w=workload, c=contender, live=sessions: run_measured(w, live[c.key], self.fixture))
                 for key, session in sessions.items():
                     cell = self.cells[(workload.key, key)]
                     cell.peak_rss_mib = session.child.peak_rss_mib()
@@ -948,6 +1014,12 @@ def _short(text: str, limit: int = 60) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
+# Workloads whose server CPU time gets a row of its own (all of it, every thread, during the sample):
+# on a shared machine it moves less than wall time, which also holds the client's share and waits.
+CPU_ROWS = {"list": "list_directory x 500", "tree": "directory_tree", "search": "search_files", "grep": "grep_files",
+            "media": "read_media_file", "resread": "resources/read"}
+
+
 def table_rows(runner: Runner) -> list[tuple[str, Callable[[Cell], str], Callable[[Cell], float | None]]]:
     """(workload key, label) rows with how to show a cell and which number the ratios use."""
     rows = []
@@ -955,6 +1027,9 @@ def table_rows(runner: Runner) -> list[tuple[str, Callable[[Cell], str], Callabl
         rows.append((workload.key, workload.label, lambda c: fmt_ms(c.median()), lambda c: c.median()))
         if workload.key == "seq":
             rows.append(("seq", "300 sequential read_text_file: p99", lambda c: fmt_ms(c.median("p99")), lambda c: c.median("p99")))
+        if workload.key in CPU_ROWS:
+            rows.append((workload.key, f"{CPU_ROWS[workload.key]}: server CPU time",
+                         lambda c: fmt_ms(c.median("server_cpu_ms")), lambda c: c.median("server_cpu_ms")))
         if workload.key in ("media", "resread"):
             rows.append((workload.key, f"{workload.key == 'media' and 'read_media_file' or 'resources/read'}: server peak RSS (idle)",
                          lambda c: "-" if c.peak_rss_mib is None else f"{c.peak_rss_mib:.0f} MiB ({c.idle_rss_mib or 0:.0f})",
@@ -974,7 +1049,7 @@ def render_markdown(runner: Runner, results: dict[str, Any]) -> str:
     m = results["machine"]
     contenders = runner.contenders
     ref = next(c for c in contenders if c.key == "ref")
-    peers = [c for c in contenders if c.kind in ("sdk", "node", "floor")]
+    peers = [c for c in contenders if c.kind in ("sdk", "node", "floor") or c.key == "variant"]
     out = [
         f"### mcp-ref-fs benchmark, {m['date']}",
         "",
@@ -1357,6 +1432,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--profile-seconds", type=float, default=3.0, help="repeat each profiled workload at least this long")
     parser.add_argument("--tmp", metavar="DIR", help="keep the fixture under DIR (default: the system temp dir)")
     parser.add_argument("--fresh-fixture", action="store_true", help="regenerate the fixture even if a complete copy exists")
+    parser.add_argument("--variant", metavar="DIR", help="also run mcp-ref-fs from DIR/mcp_ref_fs (e.g. the committed version: "
+                        "mkdir -p /tmp/base; git archive HEAD servers/mcp_ref_fs | tar -x -C /tmp/base; then --variant /tmp/base/servers), "
+                        "interleaved like every contender; a column and a ratio of its own, never judged against the targets")
     options = parser.parse_args(argv)
     for name, normal, quick in (("rounds", 5, 1), ("cold_runs", 10, 3), ("large_reads", 5, 2)):
         if getattr(options, name) is None:
@@ -1366,6 +1444,7 @@ def main(argv: list[str] | None = None) -> int:
     if unknown or options.rounds < 1 or options.cold_runs < 1:
         parser.error(f"unknown workloads {sorted(unknown)}" if unknown else "--rounds and --cold-runs need at least 1")
     signal.signal(signal.SIGTERM, core._on_signal)
+    keep_driver_memory()
 
     started = time.perf_counter()
 
@@ -1387,7 +1466,9 @@ def main(argv: list[str] | None = None) -> int:
     setup_started = time.perf_counter()
 
     base = fixture_dir(options.tmp)
-    contenders = make_contenders(peers, os.path.join(os.path.realpath(base), "small.txt"))
+    if options.variant and not os.path.isfile(os.path.join(options.variant, "mcp_ref_fs", "__init__.py")):
+        parser.error(f"--variant {options.variant}: no mcp_ref_fs package there")
+    contenders = make_contenders(peers, os.path.join(os.path.realpath(base), "small.txt"), options.variant)
     progress(f"fixture: {base}")
     fixture = build_fixture(base, [c.key for c in contenders if c.kind != "floor"], fresh=options.fresh_fixture)
     results["fixture_s"] = time.perf_counter() - setup_started
