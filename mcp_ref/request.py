@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from typing import Any
 
@@ -255,8 +256,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{PROG}: error: {error}", file=sys.stderr)
         return 2
     out = sys.stdout.buffer
-    out.write(b"".join(encode(message) for message in messages))
-    out.flush()
+    try:
+        out.write(b"".join(encode(message) for message in messages))
+        out.flush()
+    except BrokenPipeError:
+        # The reader went away first (a server that already exited, `| head`): nothing to report
+        # but the status. Point stdout at /dev/null so the interpreter's exit flush cannot fail too.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
     return 0
 
 

@@ -692,10 +692,14 @@ class StdioSession:
         """The client closed stdout: no answer can reach it, so stop everything now."""
         if self._dispatcher is None or self.hard_stopped:
             return
-        log.error(
+        # Nothing lost (a shell's `| head -1` that read what it wanted) is routine: INFO. Work
+        # cancelled because its answer cannot be delivered is worth a WARNING.
+        backlog = self._dispatcher.backlog
+        log.log(
+            logging.WARNING if backlog else logging.INFO,
             "stdout was closed by the client (%s): cancelling %d request(s) in flight, reading no more input, and exiting",
             _describe(exc),
-            self._dispatcher.backlog,
+            backlog,
         )
         self._read_more = False
         self._update_reading()

@@ -358,3 +358,43 @@ def test_a_request_without_meta_is_refused_by_a_modern_only_server(tmp_path: Pat
     done = subprocess.run([sys.executable, "-m", "mcp_ref_fs", "--modern-only", str(tmp_path)],
                           input=run("--no-meta", "tools/list").stdout, capture_output=True, timeout=30)
     assert json.loads(done.stdout)["error"]["code"] == -32602
+
+
+def test_a_reader_that_went_away_ends_the_command_quietly_with_status_1() -> None:
+    """`mcp-ref-request ... | server` where the server already exited: no traceback, status 1."""
+    import os
+
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody will read: the first write gets EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "mcp_ref.request", "tools/list"], stdout=write_end,
+                              stderr=subprocess.PIPE, timeout=30)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 1
+    assert done.stderr == b""
+
+
+@pytest.mark.parametrize(("level", "reported"), [("WARNING", False), ("INFO", True)])
+def test_a_client_that_stops_reading_after_its_answers_is_not_an_error_on_stderr(level: str, reported: bool) -> None:
+    """Closing stdout with nothing in flight (a shell's `| head -1`) is routine: logged at INFO,
+    so the default level (WARNING) prints nothing; with work lost it is a WARNING (the
+    transport hardening tests)."""
+    import os
+
+    def line(*argv: str) -> bytes:
+        return b"".join(request.encode(message) for message in build(list(argv)))
+
+    server = subprocess.Popen([sys.executable, "-m", "mcp_ref_everything"], stdin=subprocess.PIPE,
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "MCP_REF_LOG_LEVEL": level})
+    assert server.stdin is not None and server.stdout is not None and server.stderr is not None
+    server.stdin.write(line("--id", "1", "tools/list"))
+    server.stdin.flush()
+    assert json.loads(server.stdout.readline())["id"] == 1
+    server.stdout.close()  # the reader is gone; the next answer meets EPIPE
+    server.stdin.write(line("--id", "2", "server/discover"))
+    server.stdin.flush()
+    assert server.wait(timeout=15) == 0
+    stderr = server.stderr.read().decode()
+    server.stdin.close()
+    assert ("stdout was closed by the client (EPIPE" in stderr) is reported, stderr
