@@ -21,10 +21,32 @@ Spec: server/resources (2026-07-28); URIs follow RFC 8089 (the ``file`` scheme).
 * URIs are parsed strictly: scheme ``file``, empty host or ``localhost``, an absolute path, no
   query or fragment; each component is percent-decoded on its own, and a component that decodes
   to ``/``, NUL, ``.`` or ``..`` (``%2F``, ``%00``, ``%2e%2e``) is refused rather than normalized.
+
+Windows paths (RFC 8089 appendix E; :func:`path_uri` and :func:`uri_path` with ``windows=True``,
+chosen by the sandbox's roots, so both flavours run as table tests on any system):
+
+* ``C:\\Users\\me\\notes x.md`` is ``file:///C:/Users/me/notes%20x.md``: the drive letter
+  (upper-cased, both ways: one URI per file, as subscriptions need) and its colon stand at the
+  start of the path, the components follow with ``/``, each percent-encoded UTF-8. Parsing also
+  takes a lower-case drive letter, an encoded colon (``file:///c%3A/...``), ``file://localhost/C:/...``
+  and ``file:/C:/...``; ``file:///C:`` is the drive's root ``C:\\``, never the drive-relative ``C:``.
+* A UNC path ``\\\\server\\share\\x`` is ``file://server/share/x`` (the host is the server). Such a URI
+  is parsed into that UNC path and reaches a file only when a root lies on that share (the
+  sandbox places it like any other path); under POSIX rules any host but ``localhost`` is refused.
+  The server name must be a plain ASCII host name (letters, digits, ``-``, ``_``, ``.``; not
+  starting with ``.``), without percent-encoding, user or port; ``localhost`` followed by a drive
+  is the local drive, followed by a share name the UNC share ``\\\\localhost\\share``. The four-slash
+  form ``file:////server/share`` is refused. The template ``file:///{+path}`` addresses drive
+  paths; when a root is a UNC share, ``file://{host}/{+path}`` is offered as well.
+* A segment that decodes to something holding ``\\`` (or ``/``, NUL), or to ``.`` or ``..``, is refused, so no URI spells a
+  ``\\\\?\\``, ``\\\\.\\`` or other device path, nor splits a name; a drive segment must be exactly a
+  letter and a colon (``C|`` is refused). Names Windows reads as something else (``CON``,
+  ``a:stream``, ``a.``, ``<>"|?*``) decode as written and are refused by the sandbox's path rules.
 """
 
 from __future__ import annotations
 
+import re
 import stat
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote, unquote
@@ -48,18 +70,56 @@ SNIFF_BYTES = 8192
 
 def location_uri(location: Location) -> str:
     """The ``file://`` URI of a location (RFC 8089, percent-encoded UTF-8)."""
-    base = location.root.display
-    path = base.rstrip("/") + "/" + "/".join(location.parts) if location.parts else base
-    return "file://" + quote(path, safe="/")
+    root = location.root
+    sep = root.sep
+    base = root.display
+    path = base.rstrip(sep) + sep + sep.join(location.parts) if location.parts else base
+    if sep == "/":
+        return "file://" + quote(path, safe="/")
+    return path_uri(path, windows=True)
 
 
-def uri_path(uri: str) -> str:
-    """The absolute path a ``file://`` URI names. Raises ``ValueError`` for anything else."""
+# A UNC server name as a URI host: ASCII, no percent-encoding, user or port; never "." (``\\.\``).
+# Pattern strings: ``re`` compiles (and caches) them on first use under Windows rules, not at start-up.
+_UNC_HOST = r"[A-Za-z0-9_-][A-Za-z0-9._-]*"
+_WINDOWS_DRIVE = r"[A-Za-z]:"
+
+
+def path_uri(path: str, *, windows: bool = False) -> str:
+    """The ``file://`` URI of an absolute path: POSIX (``/r/a b`` is ``file:///r/a%20b``) or, with
+    ``windows``, a drive-absolute or UNC path (``C:\\a b`` is ``file:///C:/a%20b``, ``\\\\s\\h\\x``
+    is ``file://s/h/x``). Raises ``ValueError`` for a Windows path with no URI (relative, ``\\\\?\\``
+    and device forms, a server name that is not a plain host name, ``.`` or ``..`` components)."""
+    if not windows:
+        return "file://" + quote(path, safe="/")
+    from . import winpaths
+
+    what = winpaths.kind(path)
+    pieces = [p for p in re.split(r"[\\/]+", path) if p]
+    if what == "drive-absolute":
+        prefix, parts = "file:///" + pieces[0].upper(), pieces[1:]
+    elif what == "unc" and len(pieces) >= 2:
+        server, share, parts = pieces[0], pieces[1], pieces[2:]
+        if not re.fullmatch(_UNC_HOST, server):
+            raise ValueError(f"{path!r}: the server name {server!r} is not a host name a file URI can carry")
+        prefix = "file://" + server + "/" + quote(share, safe="")
+    else:
+        raise ValueError(f"{path!r} is not a drive-absolute or UNC path (\\\\?\\ and device paths have no file URI)")
+    if any(p in (".", "..") for p in parts):
+        raise ValueError(f"{path!r} is not normalized ('.' or '..')")
+    return prefix + "/" + "/".join(quote(p, safe="") for p in parts)
+
+
+def uri_path(uri: str, *, windows: bool = False) -> str:
+    """The absolute path a ``file://`` URI names (with ``windows``, a Windows path: a drive or a
+    UNC share). Raises ``ValueError`` for anything else."""
     if not uri.startswith("file:"):
         raise ValueError("not a file: URI")
     rest = uri[len("file:"):]
     if "?" in rest or "#" in rest:
         raise ValueError("file URIs take no query or fragment")
+    if windows:
+        return _windows_uri_path(rest)
     if rest.startswith("//"):
         authority, _, path = rest[2:].partition("/")
         if authority not in ("", "localhost"):
@@ -78,12 +138,48 @@ def uri_path(uri: str) -> str:
     return "/" + "/".join(parts)
 
 
+def _windows_uri_path(rest: str) -> str:
+    """``uri_path`` under Windows rules, for what follows ``file:`` (no query or fragment)."""
+    if rest.startswith("//"):
+        authority, slash, path = rest[2:].partition("/")
+        path = slash + path
+    elif rest.startswith("/"):
+        authority, path = "", rest  # file:/C:/x
+    else:
+        raise ValueError("file URIs need an absolute path")
+    parts = []
+    for segment in path.split("/")[1:]:
+        decoded = unquote(segment, errors="strict")
+        if "/" in decoded or "\\" in decoded or "\0" in decoded or decoded in (".", ".."):
+            raise ValueError("a path segment decodes to '/', '\\', NUL, '.' or '..'")
+        parts.append(decoded)
+    if authority in ("", "localhost") and parts and re.fullmatch(_WINDOWS_DRIVE, parts[0]):
+        return parts[0].upper() + "\\" + "\\".join(parts[1:])  # file:///C: is C:\, not the drive-relative C:
+    if not authority:
+        raise ValueError("a Windows file URI names a drive (file:///C:/...) or a server (file://server/share/...)")
+    if not re.fullmatch(_UNC_HOST, authority):
+        raise ValueError("the host of a file URI must be a plain server name (no user, port or percent-encoding)")
+    if not parts or not parts[0] or ":" in parts[0]:
+        raise ValueError("a file URI with a host names a share (file://server/share/...)")
+    return "\\\\" + authority + "\\" + "\\".join(parts)
+
+
+def _has_uri(location: Location) -> bool:
+    try:
+        location_uri(location)
+    except ValueError:
+        return False
+    return True
+
+
 class FsResources:
     """Registers the lister, the template and the reader on a ``Server``."""
 
     def __init__(self, server: Server, sandbox: Sandbox, config: Config) -> None:
         self.sandbox = sandbox
         self.config = config
+        #: URIs are built and parsed under Windows rules (drive letters, UNC hosts) when the roots are Windows paths.
+        self.windows = sandbox.roots[0].sep == "\\"
         server.resource_lister(paged=True)(self.list_page)
         server.resource_template(
             "file:///{+path}",
@@ -92,6 +188,16 @@ class FsResources:
             description="Any file (or directory listing) inside the allowed directories, by absolute path.",
             cache=READ_HINT,
         )(self.read)
+        if self.windows and any(root.display.startswith("\\\\") for root in sandbox.roots):
+            # A root on a UNC share: its files' URIs name the server as their host (file://server/share/...).
+            server.resource_template(
+                "file://{host}/{+path}",
+                name="unc-file",
+                title="A file in the allowed directories on a network share",
+                description="Any file (or directory listing) inside the allowed directories on a UNC share, "
+                            "as file://server/share/path.",
+                cache=READ_HINT,
+            )(self.read)
 
     # --- listing ------------------------------------------------------------------------------------
 
@@ -106,7 +212,9 @@ class FsResources:
         items: list[Resource | dict[str, Any]] = []
         while root_index < len(self.sandbox.roots):
             start = self.sandbox.root_location(root_index)
-            if not self._owns(start.root, ()):  # the same directory as an earlier root: listed there
+            if not self._owns(start.root, ()) or (self.windows and not _has_uri(start)):
+                # the same directory as an earlier root: listed there (or, on Windows, a root whose
+                # server name no file URI can carry: its files have no URI a client could send)
                 root_index, after = root_index + 1, None
                 continue
             walk = self.sandbox.walk(start, after=after, descend=lambda components, root=start.root: self._owns(root, components))
@@ -134,7 +242,8 @@ class FsResources:
         """Is this directory listed under ``root``? Not when its path is another root's (nested
         roots: a file is listed once, under the root that ``Sandbox.locate`` gives its URI), nor
         when a name on the way is not UTF-8 (no file below it has a URI a client could send)."""
-        path = root.display.rstrip("/") + "/" + "/".join(components) if components else root.display
+        sep = root.sep
+        path = root.display.rstrip(sep) + sep + sep.join(components) if components else root.display
         try:
             return self.sandbox.locate(path).root is root
         except FsError:  # InvalidPath: a name that is not UTF-8
@@ -144,7 +253,7 @@ class FsResources:
 
     def _locate(self, uri: str) -> str:
         try:
-            return uri_path(uri)
+            return uri_path(uri, windows=self.windows)
         except ValueError:
             raise ResourceNotFound(uri) from None
 

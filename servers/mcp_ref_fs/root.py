@@ -71,7 +71,6 @@ import operator
 import os
 import posixpath
 import re
-import secrets
 import stat
 import sys
 from dataclasses import dataclass
@@ -126,8 +125,10 @@ class Refused(FsError):
     """A policy refuses the operation (hard-linked file, moving a root, ...)."""
 
 
-class ManyEntries(Exception):
-    """A directory holds more entries than the caller's ``most`` (``Sandbox.list_directory_page``)."""
+class CostlyListing(Exception):
+    """A listing asked to stay cheap (``list_directory_page(most=...)``, on the event loop) would
+    not be: the directory holds more names than that, or a link whose target must be resolved
+    (each resolution can walk many components). The caller lists it again in a thread."""
 
 
 class _Escape(Exception):
@@ -198,25 +199,38 @@ class Entry(NamedTuple):
 _new_entry = tuple.__new__
 
 
-# Characters that would let a file name forge lines or reorder text in a listing: C0 but tab, DEL, C1,
-# and the Unicode line/paragraph separators and bidirectional controls. A pattern string: ``re``
-# compiles (and caches) it for the first name that is not plain printable ASCII, not at start-up.
-_UNPRINTABLE = "[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]"
+# Characters a listing never shows as they are: every control (Unicode category Cc: C0, DEL, C1)
+# but tab, the line and paragraph separators (Zl, Zp), and every format character (Cf: the
+# bidirectional controls such as U+202E and U+061C, zero-width characters, U+FEFF, the invisible
+# tag characters U+E0000-E007F...). Controls and separators could forge lines of a listing; format
+# characters reorder text or hide text a user cannot see but a model reads.
+_HIDDEN_CATEGORIES = frozenset(("Cc", "Cf", "Zl", "Zp"))
+_ASCII_CONTROLS = "[\x00-\x08\x0a-\x1f\x7f]"  # the same rule for ASCII (compiled on first use)
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}"
 
 
 def display_name(name: str) -> str:
-    """A name from disk as text a listing can show: bytes that are not UTF-8 appear as ``\\xNN``
-    and unprintable characters (newlines, escapes, bidi controls) as ``\\xNN``/``\\uNNNN``, so a
-    name can never forge a line of a listing. Such names cannot be addressed by clients."""
+    """A name from disk as text a listing can show: bytes that are not UTF-8 appear as ``\\xNN``,
+    and hidden characters (controls but tab, line separators, format characters such as bidi
+    controls and zero-width or tag characters) as ``\\xNN``/``\\uNNNN``/``\\UNNNNNNNN``, so a name
+    can neither forge a line of a listing nor hide text in it. A name shown with escapes cannot be
+    addressed by clients (its label is not its name; a different file whose name really contains
+    that backslash text may exist, and is the one a client reaches by the label)."""
     if name.isascii() and name.isprintable():
         return name  # the usual name, shown as it is (a tab is not "printable": it takes the long way)
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
         name = os.fsencode(name).decode("utf-8", "backslashreplace")
-    if re.search(_UNPRINTABLE, name):
-        name = re.sub(_UNPRINTABLE, lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", name)
-    return name
+    if name.isascii():
+        return re.sub(_ASCII_CONTROLS, lambda m: _escaped(m[0]), name)
+    from unicodedata import category  # a C module, loaded for the first name that is not ASCII
+
+    return "".join([_escaped(c) if c != "\t" and category(c) in _HIDDEN_CATEGORIES else c for c in name])
 
 
 def _identity(info: os.stat_result) -> tuple[int, int, str, int]:
@@ -229,8 +243,37 @@ def _other_kind(item: os.DirEntry[str]) -> str:
     write the common case inline, ``"file" if item.is_file(follow_symlinks=False) else
     _other_kind(item)``: one call for a file, and no Python frame."""
     if item.is_dir(follow_symlinks=False):
-        return "directory"
+        return "symlink" if _is_junction(item) else "directory"
     return "symlink" if item.is_symlink() else "other"
+
+
+# Only Windows' stat results carry a reparse tag; elsewhere nothing is a junction (tests force it).
+_REPARSE_TAGS = hasattr(os.stat_result, "st_reparse_tag")
+_REPARSE_TAG_NAME_SURROGATE = 0x20000000  # symbolic links, junctions, mount points
+
+
+def _is_junction(item: os.DirEntry[str]) -> bool:
+    """Is this directory entry a Windows junction (or another reparse point naming another file)?
+    Python reports one as a directory, not as a link; listings must show it as the link it is,
+    never as a directory (walks already never enter it: the Windows act step refuses to). Asked
+    of directories only. ``DirEntry.is_junction`` exists from Python 3.12; before that, the
+    reparse tag of the entry's own ``lstat`` (free on Windows: it comes with the listing)."""
+    is_junction = getattr(item, "is_junction", None)
+    if is_junction is not None and is_junction():
+        return True
+    if not _REPARSE_TAGS:
+        return False
+    try:
+        tag = getattr(item.stat(follow_symlinks=False), "st_reparse_tag", 0)
+    except OSError:
+        return False
+    return bool(tag & _REPARSE_TAG_NAME_SURROGATE)
+
+
+def _entry_kind(item: os.DirEntry[str], info: os.stat_result) -> str:
+    """The kind of a directory entry from its ``lstat``, a junction being a link (``_is_junction``)."""
+    kind = _kind(info.st_mode)
+    return "symlink" if kind == "directory" and _is_junction(item) else kind
 
 
 _name_of = operator.attrgetter("name")  # the sort key of directory entries (in C: no Python call per entry)
@@ -680,8 +723,9 @@ class Sandbox:
         the entries shown, and a huge directory costs one name per entry until the page is chosen.
         Without ``sizes`` (name order only), entries carry size and time 0 and their kind comes
         from the directory listing itself: no ``stat`` per entry, only per link shown.
-        With ``most``, a directory holding more names raises ``ManyEntries`` once ``most + 1``
-        are read (so a caller can list small directories on the event loop, big ones in a thread).
+        With ``most``, a directory holding more names raises ``CostlyListing`` once ``most + 1``
+        are read, and so does a link among the entries shown (so a caller can list small, link-free
+        directories on the event loop, and the others in a thread).
         """
         location, fd = self.open_directory(path)
         act = self.act
@@ -690,7 +734,7 @@ class Sandbox:
             with act.scandir(fd) as scan:
                 items = list(scan if most is None else itertools.islice(scan, most + 1))
             if most is not None and len(items) > most:
-                raise ManyEntries(f"{location.display} holds more than {most} entries")
+                raise CostlyListing(f"{location.display} holds more than {most} entries")
             if largest_first:
                 sized = []
                 for item in items:
@@ -698,18 +742,21 @@ class Sandbox:
                         info = item.stat(follow_symlinks=False)
                     except OSError:
                         continue  # vanished meanwhile
-                    if stat.S_ISLNK(info.st_mode):  # sorted by what it shows as
-                        info = self._linked(location.child(item.name)) or info
-                    sized.append((item.name, info))
-                sized.sort(key=lambda pair: (-pair[1].st_size if stat.S_ISREG(pair[1].st_mode) else 1, pair[0]))
-                for name, info in sized[:limit]:
-                    entries.append(Entry(name, _kind(info.st_mode), info.st_size, info.st_mtime))
+                    kind = _entry_kind(item, info)
+                    if kind == "symlink" and (linked := self._linked(location.child(item.name))) is not None:
+                        kind, info = _kind(linked.st_mode), linked  # sorted by what it shows as
+                    sized.append((item.name, kind, info))
+                sized.sort(key=lambda entry: (-entry[2].st_size if entry[1] == "file" else 1, entry[0]))
+                for name, kind, info in sized[:limit]:
+                    entries.append(Entry(name, kind, info.st_size, info.st_mtime))
                 return location, entries, len(sized)
             items.sort(key=_name_of)
             for item in items[:limit]:
                 try:
                     # is_file first: one call (no stat where the listing carries types) settles most entries.
                     kind = "file" if item.is_file(follow_symlinks=False) else _other_kind(item)
+                    if kind == "symlink" and most is not None:
+                        raise CostlyListing(f"{location.display} holds links to resolve")
                     if kind == "symlink" and (linked := self._linked(location.child(item.name))) is not None:
                         kind, info = _kind(linked.st_mode), linked  # shown as what it points to
                     elif sizes:
@@ -766,6 +813,8 @@ class Sandbox:
                         if sizes:
                             info = item.stat(follow_symlinks=False)
                             kind, size, mtime = _kind(info.st_mode), info.st_size, info.st_mtime
+                            if kind == "directory" and _is_junction(item):  # inline: no frame per file
+                                kind = "symlink"
                         else:
                             # is_file first: one call settles most entries (the walk's hot line)
                             kind = "file" if item.is_file(follow_symlinks=False) else _other_kind(item)
@@ -852,7 +901,7 @@ class Sandbox:
                     # them on any write too); ownership is kept when the server may set it.
                     mode = stat.S_IMODE(info.st_mode) & ~(stat.S_ISUID | stat.S_ISGID)
                     owner = (info.st_uid, info.st_gid)
-                temporary = f".mcp-ref-{secrets.token_hex(8)}.tmp"
+                temporary = f".mcp-ref-{os.urandom(8).hex()}.tmp"
                 fd = act.create(parent_fd, temporary)
             except BaseException:
                 act.close(parent_fd)

@@ -11,7 +11,6 @@ is a tool error (``isError: true``) whose text says what to do next.
 from __future__ import annotations
 
 import json
-import os
 import stat
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
@@ -20,7 +19,7 @@ from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, 
 from . import content
 from .offload import IN_LOOP_READ_BYTES, STOP_EVERY, Stop, Stopped, off_loop, read_start, write_all
 from .resources import location_uri
-from .root import Entry, FsError, Location, ManyEntries, OpenFile, display_name
+from .root import CostlyListing, Entry, FsError, Location, OpenFile, display_name
 
 if TYPE_CHECKING:
     from mcp_ref import RequestContext, Server
@@ -437,16 +436,17 @@ class FsTools:
 
     async def _entries(self, path: str, *, largest_first: bool = False, sizes: bool = True) -> tuple[Location, list[Entry], list[str]]:
         """One listing, cut at --max-entries. Names and kinds of a directory of at most
-        IN_LOOP_ENTRIES names are read on the event loop (well under a millisecond, less than the
-        thread hop would cost); anything bigger, or with a stat per entry, in a thread (a
-        directory can hold 100,000 names)."""
+        IN_LOOP_ENTRIES names and no links are read on the event loop (well under a millisecond,
+        less than the thread hop would cost); anything bigger, with a link to resolve (a chain of
+        links can cost thousands of opens) or with a stat per entry, in a thread (a directory can
+        hold 100,000 names)."""
         cap = self.config.max_entries
         listed = None
         if not sizes:
             try:
                 listed = self.sandbox.list_directory_page(path, limit=cap, sizes=False, most=IN_LOOP_ENTRIES)
-            except ManyEntries:
-                pass  # a big one: read it all again, in a thread
+            except CostlyListing:
+                pass  # a big one, or one with links to resolve: read it all again, in a thread
         if listed is None:
             listed = await off_loop(
                 lambda stop: self.sandbox.list_directory_page(path, limit=cap, largest_first=largest_first, sizes=sizes))

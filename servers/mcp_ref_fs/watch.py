@@ -212,14 +212,14 @@ class Watcher:
     def _canonical(self, uri: str) -> str | None:
         """One spelling per file, so ``%7E`` and ``~`` or the two root spellings match (string work only)."""
         try:
-            return location_uri(self.sandbox.locate(uri_path(uri)))
+            return location_uri(self.sandbox.locate(uri_path(uri, windows=self._sep == "\\")))
         except (ValueError, FsError):  # UnicodeError is a ValueError
             return None
 
     def _fingerprint(self, canonical: str) -> Any:
         """What a subscribed file is right now, to tell later whether it changed (None: absent)."""
         try:
-            _location, info = self.sandbox.stat(uri_path(canonical))
+            _location, info = self.sandbox.stat(uri_path(canonical, windows=self._sep == "\\"))
         except (ValueError, FsError):
             return None
         return (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns, info.st_ctime_ns)
@@ -238,7 +238,7 @@ class Watcher:
         outside, or a name that is not UTF-8 and so has no URI)."""
         try:
             return location_uri(self.sandbox.locate(real_path))
-        except (FsError, UnicodeError):
+        except (FsError, ValueError):  # UnicodeError; on Windows a server name no URI can carry
             return None
 
     def _above(self, uri: str, action: Callable[[str], _T]) -> _T | None:
@@ -248,7 +248,7 @@ class Watcher:
         end = uri.rfind("/")
         while end >= len("file://"):
             try:
-                return action(uri_path(uri[:end]))
+                return action(uri_path(uri[:end], windows=self._sep == "\\"))
             except NotFound:
                 end = uri.rfind("/", 0, end)
             except (ValueError, FsError):

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import asyncio
 import os
-import re
 import subprocess
 import sys
 import threading
 import time
 import types
+import unicodedata
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -28,21 +28,26 @@ from mcp_ref_fs.config import Config
 from mcp_ref_fs.root import Entry, Sandbox, display_name
 from mcp_ref_fs.tools import FsTools, _labels
 
-_REFERENCE_UNPRINTABLE = re.compile("[\x00-\x08\x0a-\x1f\x7f-\x9f\u2028\u2029\u200e\u200f\u202a-\u202e\u2066-\u2069]")
-
-
 def _reference_display_name(name: str) -> str:
-    """display_name as it was before its fast path: always encode, always search."""
+    """display_name's rule without its fast paths: always encode, then look at every character's
+    Unicode category (controls but tab, format characters, line and paragraph separators)."""
     try:
         name.encode("utf-8")
     except UnicodeEncodeError:
         name = os.fsencode(name).decode("utf-8", "backslashreplace")
-    return _REFERENCE_UNPRINTABLE.sub(
-        lambda m: f"\\x{ord(m[0]):02x}" if ord(m[0]) < 0x100 else f"\\u{ord(m[0]):04x}", name)
+    shown = []
+    for char in name:
+        code = ord(char)
+        if char != "\t" and unicodedata.category(char) in ("Cc", "Cf", "Zl", "Zp"):
+            shown.append(f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}" if code < 0x10000 else f"\\U{code:08x}")
+        else:
+            shown.append(char)
+    return "".join(shown)
 
 
 def test_display_name_shows_every_character_as_the_plain_check_would() -> None:
-    singles = [chr(code) for code in range(0x3000)] + ["\udcff", "\udc80", "\U0001f600", "\ufeff"]
+    singles = ([chr(code) for code in range(0x3000)] + ["\udcff", "\udc80", "\U0001f600", "\ufeff", "\u200b", "\u2060"]
+               + [chr(code) for code in range(0xE0000, 0xE0080)])
     for char in singles:
         for name in (char, f"a{char}b", f"{char}.txt"):
             assert display_name(name) == _reference_display_name(name), repr(name)
