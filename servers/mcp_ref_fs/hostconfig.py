@@ -190,6 +190,8 @@ def absolute_roots(roots: Sequence[str], cwd: str) -> list[str]:
     result = []
     for root in roots or [cwd]:
         absolute = os.path.normpath(os.path.join(cwd, os.path.expanduser(root)))
+        if not os.path.isabs(absolute):  # Windows' C:foo with a cwd on another drive: that drive's cwd
+            absolute = os.path.abspath(absolute)
         if not os.path.isdir(absolute):
             raise UsageError(f"ROOT {root!r} is not a directory ({absolute})")
         result.append(absolute)

@@ -801,3 +801,18 @@ def test_install_through_the_installed_script_writes_a_temporary_config(tmp_path
     again = subprocess.run([sys.executable, "-m", "mcp_ref_fs", "install", "--client", "claude-desktop", "--config",
                             str(config), str(tmp_path)], capture_output=True, text=True, timeout=30)
     assert again.returncode == 1 and "already has a server" in again.stderr
+
+
+def test_a_drive_relative_windows_root_becomes_absolute(monkeypatch: pytest.MonkeyPatch) -> None:
+    """`C:notes` with the current directory on D: is relative to C:'s own current directory (what
+    Windows' abspath gives), never written into a host's config as the drive-relative `C:notes`."""
+    import ntpath
+    import types
+
+    windows_path = types.SimpleNamespace(
+        normpath=ntpath.normpath, join=ntpath.join, expanduser=lambda path: path, isabs=ntpath.isabs,
+        abspath=lambda path: ntpath.join("C:\\Users\\me", path[2:]) if path[:2] == "C:" else path,
+        isdir=lambda path: True)
+    monkeypatch.setattr(hostconfig, "os", types.SimpleNamespace(path=windows_path))
+    assert hostconfig.absolute_roots(["C:notes", "D:\\work\\x", "sub"], "D:\\work") == [
+        "C:\\Users\\me\\notes", "D:\\work\\x", "D:\\work\\sub"]
