@@ -103,6 +103,10 @@ BACKLOG_HIGH_WATER = 1024
 # No new request is started while requests in flight (subscriptions included) are estimated to
 # hold this much parsed input (wire.estimated_cost); the first one always starts.
 DEFAULT_MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
+# One line whose parsed form is estimated above this is refused without being parsed (-32600):
+# that first request would start whatever its size. Four times the line limit, at least 64 MiB,
+# so a line of plain data (a file's base64, whose estimate is about its size) always passes.
+MIN_MAX_PARSED_BYTES = 64 * 1024 * 1024
 # Input read ahead, unparsed, while no new request may start: the window in which cancellations
 # are honoured ahead of their turn.
 HELD_INPUT_BYTES = 4 * 1024 * 1024
@@ -476,7 +480,7 @@ class StdioSession:
             _check_seconds(name, seconds)
         self.server = server
         self._in_fd = in_fd
-        self._reader = WireReader(max_line_bytes)
+        self._reader = WireReader(max_line_bytes, max_parsed_bytes=max(MIN_MAX_PARSED_BYTES, 4 * max_line_bytes))
         self._output = _Output(out_fd, on_lost=self._stdout_lost, on_room=self._pump)
         self._grace = float(shutdown_grace_seconds)
         self._flush_timeout = float(flush_timeout_seconds)

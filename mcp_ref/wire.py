@@ -21,7 +21,9 @@ blocks, so the whole framing layer is testable with byte strings.
 * Limits. A line whose message (not counting the ``\\r`` of a CRLF ending) is longer than
   ``max_line_bytes`` is a denial-of-service guard: the reader stops buffering, discards input up
   to the next newline and reports one ``BadMessage`` (-32600). Memory stays bounded by the
-  limit, whatever the peer sends.
+  limit, whatever the peer sends. With ``max_parsed_bytes``, a line whose parsed form is
+  estimated above it (``estimated_cost``: a line of ``[],[],...`` grows ~27 times when parsed)
+  is refused the same way, before it is parsed.
 * Pulling, not pushing. Bytes that were fed stay raw until an event is asked for, so the
   transport decides how much input becomes parsed (and costly) structure: it stops asking while
   too much is in flight, and the rest waits as bytes. ``estimated_cost`` says what a line will
@@ -274,8 +276,11 @@ class WireReader:
     by the consumer, which stops feeding when it holds enough: see ``buffered_bytes``).
     """
 
-    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES) -> None:
+    def __init__(self, max_line_bytes: int = DEFAULT_MAX_LINE_BYTES, max_parsed_bytes: int | None = None) -> None:
         self.max_line_bytes = max_line_bytes
+        # A line whose parsed form is estimated (estimated_cost) above this is refused unparsed:
+        # 16 MiB of "[]," would otherwise become ~400 MiB of lists before anything could object.
+        self.max_parsed_bytes = max_parsed_bytes
         self._buffer = bytearray()
         self._start = 0  # the first byte not yet consumed; everything before it is done with
         self._scan_from = 0  # there is no newline in _buffer[_start:_scan_from]
@@ -343,6 +348,8 @@ class WireReader:
             if not _is_blank(buffer, start, end):
                 # (_parse, inlined: this is the per-message path)
                 cost = size * _WORST_COST_PER_BYTE if size <= _COUNTED_FROM_BYTES else estimated_cost(buffer, start, end)
+                if self.max_parsed_bytes is not None and cost > self.max_parsed_bytes:
+                    return self._too_costly(cost)
                 try:
                     return parse_line(buffer[start:end], cost=cost)
                 except MemoryError:
@@ -377,10 +384,19 @@ class WireReader:
         self._start = self._scan_from = self._peeked = 0
 
     def _parse(self, buffer: bytes | bytearray, start: int, end: int) -> Event:
+        cost = estimated_cost(buffer, start, end)
+        if self.max_parsed_bytes is not None and cost > self.max_parsed_bytes:
+            return self._too_costly(cost)
         try:
-            return parse_line(buffer[start:end], cost=estimated_cost(buffer, start, end))
+            return parse_line(buffer[start:end], cost=cost)
         except MemoryError:
             return _OUT_OF_MEMORY
+
+    def _too_costly(self, cost: int) -> BadMessage:
+        mib = 1024 * 1024
+        return BadMessage(None, InvalidRequest(
+            f"Invalid request: the message would take about {-(-cost // mib)} MiB once parsed, more than the "
+            f"{self.max_parsed_bytes // mib} MiB one request may hold (it has too many arrays, objects or values)"))
 
     def _oversized(self) -> BadMessage:
         self._oversized_lines += 1

@@ -373,12 +373,26 @@ def test_large_requests_in_flight_are_bounded_by_their_size_not_only_by_their_co
 def test_a_line_of_nested_empty_arrays_is_costed_by_its_structure_not_its_length(spawn: Spawn) -> None:
     server = spawn(max_line_bytes=str(4 * MiB))
     template = encode_line(tool_call(0, "slow", {"steps": 2000, "interval": 0.05, "pad": "PAD"}))
-    arrays = b"[" + b"[]," * (4 * MiB // 3 - 1000) + b"[]]"  # ~110 MiB once parsed
-    lines = (template.replace(b'"id":0', b'"id":%d' % i).replace(b'"PAD"', arrays) for i in range(6))
+    arrays = b"[" + b"[]," * (MiB // 3 - 1000) + b"[]]"  # ~27 MiB once parsed, estimated ~43
+    lines = (template.replace(b'"id":0', b'"id":%d' % i).replace(b'"PAD"', arrays) for i in range(24))
     taken = write_until_stalled(server, lines)
-    assert taken < 3 * 4 * MiB, f"the server took {taken // MiB} MiB of nested arrays into flight"
+    assert taken < 8 * MiB, f"the server took {taken // MiB} MiB of nested arrays into flight"  # 24 offered; 4 may wait unparsed
     peak = status_kib(server.pid, "VmHWM")
     assert peak < 300 * 1024, f"peak RSS {peak // 1024} MiB"
+
+
+@pytest.mark.req("STDIO-IN-FLIGHT-BYTES", "BASE-INVALID-REQUEST-32600")
+def test_one_line_that_would_outgrow_the_in_flight_budget_once_parsed_is_refused_unparsed(spawn: Spawn) -> None:
+    server = spawn()
+    arrays = b"[" + b"[]," * (14 * MiB // 3) + b"[]]"  # 14 MiB, under the line limit; ~380 MiB once parsed
+    line = encode_line(tool_call(1, "echo", {"text": "PAD"})).replace(b'"PAD"', arrays)
+    server.send_raw(line)
+    error = server.read_message()
+    assert error["id"] is None and error["error"]["code"] == -32600
+    assert "once parsed" in error["error"]["message"]
+    assert result_text(server.request(tool_call(2, "echo", {"text": "still serving"}))) == "still serving"
+    peak = status_kib(server.pid, "VmHWM")
+    assert peak < 150 * 1024, f"peak RSS {peak // 1024} MiB: the line was parsed"
 
 
 @pytest.mark.req("STDIO-IN-FLIGHT-BYTES", "SUB-CANCEL-ENDS-STREAM")

@@ -624,3 +624,19 @@ def test_events_compare_and_print_by_their_fields_and_cost_is_not_one_of_them() 
     assert repr(BadMessage(None, InvalidRequest("x"))).startswith("BadMessage(id=None, error=")
     with pytest.raises(TypeError):
         hash(request)  # params are a dict: as unhashable as a dataclass with eq
+
+
+@pytest.mark.req("STDIO-IN-FLIGHT-BYTES")
+@pytest.mark.parametrize("at_eof", [False, True])
+def test_a_line_estimated_above_max_parsed_bytes_is_refused_unparsed_and_plain_data_passes(at_eof: bool) -> None:
+    reader = WireReader(max_parsed_bytes=1024 * 1024)
+    nested = b'{"jsonrpc":"2.0","id":7,"method":"ping","params":{"x":[' + b"[]," * 20_000 + b"[]]}}"  # ~2.6 MB estimated
+    data = b'{"jsonrpc":"2.0","id":8,"method":"ping","params":{"x":"' + b"A" * 900_000 + b'"}}'  # plain: about its size
+    reader.feed(nested + b"\n" + data + (b"" if at_eof else b"\n"))
+    if at_eof:
+        reader.feed_eof()
+    refused, passed = list(reader.events())
+    assert_bad(refused, INVALID_REQUEST)  # the id is unknown: the line was never parsed
+    assert "once parsed" in refused.error.message and "MiB one request may hold" in refused.error.message
+    assert isinstance(passed, Request) and passed.id == 8
+    assert WireReader().max_parsed_bytes is None  # without it, nothing is refused for its structure
