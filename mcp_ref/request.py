@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from typing import Any
 
@@ -262,6 +261,8 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:
         # The reader went away first (a server that already exited, `| head`): nothing to report
         # but the status. Point stdout at /dev/null so the interpreter's exit flush cannot fail too.
+        import os
+
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 1
     return 0
