@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from typing import Any
 
 from . import __version__ as VERSION
 from .config import Config
@@ -41,9 +42,18 @@ the io.modelcontextprotocol/tasks extension gets a task handle for a directory_t
 search_files or grep_files still running after 0.1 s, and polls it (tasks/get) while the
 task's status message counts what was searched.
 
-environment: MCP_REF_LOG_LEVEL, MCP_REF_STATE_KEY, MCP_REF_MAX_LINE_BYTES,
-MCP_REF_SHUTDOWN_GRACE_SECONDS, MCP_REF_MAX_CONCURRENCY (see the mcp-ref README), and
-MCP_REF_FS_CONFINE=walk to use the portable confinement walk instead of Linux openat2.
+environment variables:
+  MCP_REF_FS_CONFINE  how directories are opened beneath a root: auto (the default: openat2 where
+                      the kernel has it, else the walk; on Windows, windows), openat2, walk (the
+                      portable walk, for a system whose openat2 misbehaves) or windows (Windows only)
+  MCP_REF_FS_ACT      how the final name of a path is acted on: auto (the default: *at calls
+                      relative to the held directory where the system has them, else paths), at,
+                      or paths (the held directory's path: what Windows uses; selectable on Linux
+                      for testing)
+  MCP_REF_LOG_LEVEL   the server's log on stderr: DEBUG, INFO, WARNING (default), ERROR, CRITICAL
+  and the mcp-ref library's MCP_REF_STATE_KEY, MCP_REF_MAX_LINE_BYTES,
+  MCP_REF_SHUTDOWN_GRACE_SECONDS, MCP_REF_MAX_CONCURRENCY and MCP_REF_STDIO (see the README's
+  "Environment variables").
 
 subcommands: 'mcp-ref-fs print-config --client HOST [ROOT ...]' prints a host configuration entry,
 'mcp-ref-fs install --client HOST [ROOT ...]' writes it into the host's file (HOST: claude-desktop,
@@ -53,13 +63,35 @@ print-config or install, write 'mcp-ref-fs -- print-config' or 'mcp-ref-fs ./pri
 example: printf '%s\\n' '{"jsonrpc":"2.0","id":1,"method":"server/discover","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}}}}' | mcp-ref-fs ."""
 
 
+class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
+    """argparse's formatter, measuring the terminal only when it formats help or usage.
+
+    ``argparse`` makes a formatter for every ``add_argument`` (to check the metavar), and the
+    stock one asks ``shutil.get_terminal_size`` for its width at once: importing ``shutil`` (with
+    ``bz2``, ``lzma``, ``fnmatch``) cost every start ~1.4 ms for a width nothing used."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24,
+                 width: int | None = None, **more: Any) -> None:
+        self._settings = (indent_increment, max_help_position, width)
+        super().__init__(prog, indent_increment, max_help_position, 80 if width is None else width, **more)
+
+    def format_help(self) -> str:
+        indent_increment, max_help_position, width = self._settings
+        if width is None:  # what HelpFormatter.__init__ does with width=None
+            import shutil
+
+            self._width = shutil.get_terminal_size().columns - 2
+            self._max_help_position = min(max_help_position, max(self._width - 20, indent_increment * 2))
+        return super().format_help()
+
+
 def parse_arguments(argv: list[str]) -> Config:
     """The ``Config`` for a command line (argparse exits 2 on bad options)."""
     parser = argparse.ArgumentParser(
         prog="mcp-ref-fs",
         description=DESCRIPTION,
         epilog=EPILOG,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
+        formatter_class=_HelpFormatter,
     )
     parser.add_argument("roots", nargs="*", metavar="ROOT", help="an allowed directory (default: the current directory)")
     add_server_options(parser)
@@ -86,7 +118,7 @@ def main(argv: list[str] | None = None) -> int:
         return hostconfig.main(arguments[0], arguments[1:])
     config = parse_arguments(arguments)
     if not config.roots:
-        config = Config(**{**config.__dict__, "roots": (os.getcwd(),)})
+        config = config.replace(roots=(os.getcwd(),))
         sys.stderr.write(f"mcp-ref-fs: no ROOT given; serving the current directory {config.roots[0]}\n")
     from .root import Sandbox
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from typing import Any
 
 # Defaults chosen so one answer never floods a model's context, yet real files fit.
 DEFAULT_MAX_READ_BYTES = 1024 * 1024  # text returned by one read (read_text_file, each file of read_multiple_files)
@@ -12,16 +12,52 @@ DEFAULT_SEARCH_SECONDS = 30.0  # wall time of one search_files or grep_files wal
 DEFAULT_TASK_SEARCH_SECONDS = 600.0  # the same, once the call runs as a task (tasks extension)
 
 
-@dataclass(frozen=True)
 class Config:
-    """The server's settings. ``roots`` are the directories as the user gave them."""
+    """The server's settings (immutable). ``roots`` are the directories as the user gave them.
+
+    A plain class rather than a frozen dataclass: making the dataclass cost ~0.7 ms of every start.
+    Equality, ``repr`` and ``replace`` behave as the dataclass's did.
+    """
+
+    __slots__ = ("roots", "read_only", "modern_only", "max_read_bytes", "max_media_bytes", "max_entries",
+                 "search_seconds", "task_search_seconds", "confinement")
 
     roots: tuple[str, ...]
-    read_only: bool = False
-    modern_only: bool = False
-    max_read_bytes: int = DEFAULT_MAX_READ_BYTES
-    max_media_bytes: int = DEFAULT_MAX_MEDIA_BYTES
-    max_entries: int = DEFAULT_MAX_ENTRIES
-    search_seconds: float = DEFAULT_SEARCH_SECONDS
-    task_search_seconds: float = DEFAULT_TASK_SEARCH_SECONDS
-    confinement: str | None = field(default=None)  # None: automatic (openat2 where available, else walk)
+    read_only: bool
+    modern_only: bool
+    max_read_bytes: int
+    max_media_bytes: int
+    max_entries: int
+    search_seconds: float
+    task_search_seconds: float
+    confinement: str | None  # None: automatic (openat2 where available, else walk)
+
+    def __init__(self, roots: tuple[str, ...], read_only: bool = False, modern_only: bool = False,
+                 max_read_bytes: int = DEFAULT_MAX_READ_BYTES, max_media_bytes: int = DEFAULT_MAX_MEDIA_BYTES,
+                 max_entries: int = DEFAULT_MAX_ENTRIES, search_seconds: float = DEFAULT_SEARCH_SECONDS,
+                 task_search_seconds: float = DEFAULT_TASK_SEARCH_SECONDS, confinement: str | None = None) -> None:
+        values = locals()
+        for name in self.__slots__:
+            object.__setattr__(self, name, values[name])
+
+    def _values(self) -> tuple[Any, ...]:
+        return tuple(getattr(self, name) for name in self.__slots__)
+
+    def replace(self, **changes: Any) -> Config:
+        """A copy with ``changes`` (``dataclasses.replace``)."""
+        return Config(**{**{name: getattr(self, name) for name in self.__slots__}, **changes})
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise AttributeError(f"Config is immutable: cannot assign {name!r} (use replace)")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"Config is immutable: cannot delete {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        return self._values() == other._values() if type(other) is Config else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._values())
+
+    def __repr__(self) -> str:
+        return "Config(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"

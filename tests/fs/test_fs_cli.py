@@ -13,9 +13,9 @@ import pytest
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
 
-def run(*arguments: str, stdin: str = "", cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def run(*arguments: str, stdin: str = "", cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mcp_ref_fs", *arguments], input=stdin, capture_output=True,
-                          text=True, timeout=30, cwd=cwd)
+                          text=True, timeout=30, cwd=cwd, env={**os.environ, **env} if env else None)
 
 
 def line(request_id: int, method: str, **params: object) -> str:
@@ -28,6 +28,57 @@ def test_help_explains_roots_options_and_limits() -> None:
     for word in ("ROOT", "--read-only", "--modern-only", "--max-read-bytes", "--max-media-bytes", "--max-entries",
                  "--search-seconds", "relative paths resolve against the first"):
         assert word in done.stdout.replace("\n", " ").replace("  ", " ") or word in done.stdout
+
+
+def test_help_names_the_environment_variables_and_their_values() -> None:
+    done = run("--help", env={"COLUMNS": "100"})
+    assert done.returncode == 0
+    words = " ".join(done.stdout.split())
+    for name in ("MCP_REF_FS_CONFINE", "MCP_REF_FS_ACT", "MCP_REF_LOG_LEVEL", "MCP_REF_STATE_KEY", "MCP_REF_MAX_LINE_BYTES",
+                 "MCP_REF_SHUTDOWN_GRACE_SECONDS", "MCP_REF_MAX_CONCURRENCY", "MCP_REF_STDIO"):
+        assert name in words
+    # The values named are the ones the server accepts.
+    from mcp_ref_fs import _act
+
+    assert all(value in words for value in _act.ACTS)
+    confine = words[words.index("MCP_REF_FS_CONFINE how"):words.index("MCP_REF_FS_ACT how")]
+    for value in ("auto", "openat2", "walk", "windows"):
+        assert value in confine
+    for value in ("fast", "bogus"):
+        assert value not in confine
+
+
+def test_help_follows_the_terminal_width() -> None:
+    # argparse's formatter is replaced by one that measures the terminal only for help (see
+    # __main__._HelpFormatter): the width must still follow COLUMNS.
+    narrow, wide = run("--help", env={"COLUMNS": "50"}), run("--help", env={"COLUMNS": "200"})
+    narrow_usage, wide_usage = (done.stdout.split("\n\n", 1)[0].splitlines() for done in (narrow, wide))
+    assert max(map(len, narrow_usage)) <= 48 and len(narrow_usage) > 2
+    assert len(wide_usage) == 1
+    assert "--max-entries: must be a positive integer" in run("--max-entries", "0", env={"COLUMNS": "50"}).stderr
+
+
+def test_start_up_imports_nothing_only_help_or_writes_need() -> None:
+    # shutil (+bz2, lzma: argparse measures the terminal for every formatter it makes) and
+    # secrets (+hmac, hashlib, random: one name per atomic write) cost ~5 ms of every start.
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("COVERAGE_")}
+    code = ("import sys, json\nfrom mcp_ref_fs.__main__ import parse_arguments\nfrom mcp_ref_fs.root import Sandbox\n"
+            "from mcp_ref_fs.server import build_server\nconfig = parse_arguments(['--max-entries', '5', '.'])\n"
+            "build_server(config, Sandbox.open(config.roots))\nprint(json.dumps(sorted(sys.modules)))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True, env=environment)
+    modules = set(json.loads(done.stdout.splitlines()[-1]))
+    assert modules & {"shutil", "bz2", "lzma", "secrets", "hmac", "random"} == set()
+
+
+def test_config_is_immutable_and_compares_by_value() -> None:
+    from mcp_ref_fs.config import Config
+
+    config = Config(roots=("a",), max_entries=5)
+    assert config == Config(("a",), max_entries=5) and hash(config) == hash(Config(("a",), max_entries=5))
+    assert config != config.replace(read_only=True) and config.replace(read_only=True).read_only
+    assert "max_entries=5" in repr(config)
+    with pytest.raises(AttributeError):
+        config.max_entries = 6  # type: ignore[misc]
 
 
 def test_version_prints_the_version() -> None:
