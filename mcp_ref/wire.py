@@ -346,12 +346,10 @@ class WireReader:
             if size > self.max_line_bytes:
                 return self._oversized()
             if not _is_blank(buffer, start, end):
-                # (_parse, inlined: this is the per-message path)
-                cost = size * _WORST_COST_PER_BYTE if size <= _COUNTED_FROM_BYTES else estimated_cost(buffer, start, end)
-                if self.max_parsed_bytes is not None and cost > self.max_parsed_bytes:
-                    return self._too_costly(cost)
-                try:
-                    return parse_line(buffer[start:end], cost=cost)
+                if size > _COUNTED_FROM_BYTES:
+                    return self._parse(buffer, start, end)
+                try:  # (_parse for a small line, inlined: this is the per-message path)
+                    return parse_line(buffer[start:end], cost=size * _WORST_COST_PER_BYTE)
                 except MemoryError:
                     return _OUT_OF_MEMORY
 
@@ -385,7 +383,8 @@ class WireReader:
 
     def _parse(self, buffer: bytes | bytearray, start: int, end: int) -> Event:
         cost = estimated_cost(buffer, start, end)
-        if self.max_parsed_bytes is not None and cost > self.max_parsed_bytes:
+        # A line of at most _COUNTED_FROM_BYTES is charged its worst case (under 100 KiB) and never refused.
+        if self.max_parsed_bytes is not None and cost > self.max_parsed_bytes and end - start > _COUNTED_FROM_BYTES:
             return self._too_costly(cost)
         try:
             return parse_line(buffer[start:end], cost=cost)
