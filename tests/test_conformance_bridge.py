@@ -21,7 +21,7 @@ import pytest
 
 from tools.conformance import headers
 from tools.conformance.bridge import _envelope_problem, _is_loopback_host
-from tools.conformance.http11 import Request
+from tools.http11 import Request
 
 REPO = Path(__file__).resolve().parents[1]
 MODERN = "2026-07-28"

@@ -45,7 +45,7 @@ if __package__ in (None, ""):  # run as a script: make the package importable
     __package__ = "tools.conformance"
 
 from .headers import HEADER_MISMATCH, PROTOCOL_VERSION, check_params, check_standard  # noqa: E402
-from .http11 import EventStream, HttpError, Request, read_request, send, send_json  # noqa: E402
+from tools.http11 import EventStream, HttpError, Request, read_request, send, send_json  # noqa: E402
 from .relay import LOG_LEVEL, Relay, Route  # noqa: E402
 
 MODERN = "2026-07-28"

@@ -15,7 +15,7 @@ import binascii
 import re
 from typing import Any
 
-from .http11 import Request
+from tools.http11 import Request
 
 PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
 HEADER_MISMATCH = -32020

@@ -157,6 +157,11 @@ class EventStream:
         self._chunk(f"{prefix}event: message\ndata: {data}\n\n".encode())
         await self._drain()
 
+    async def data(self, data: str, event: str | None = None) -> None:
+        """One event of raw ``data`` (one line), with an ``event:`` name if given."""
+        self._chunk((f"event: {event}\n" if event else "") .encode() + f"data: {data}\n\n".encode())
+        await self._drain()
+
     async def comment(self, text: str = "") -> None:
         self._chunk(f":{text}\n\n".encode())
         await self._drain()
