@@ -94,7 +94,8 @@ class Host:
             "[model_providers.standin]", 'name = "stand-in"', f"base_url = {q(url + '/v1')}",
             'wire_api = "responses"', 'env_key = "STANDIN_API_KEY"', "request_max_retries = 0", "stream_max_retries = 0",
             f"[mcp_servers.{q(SERVER)}]", f"command = {q(entry['command'])}", f"args = {q(entry['args'])}",
-            "startup_timeout_sec = 30", "",
+            # the host's own per-call approval is granted, as --yolo or --allow-all-tools do elsewhere
+            "startup_timeout_sec = 30", "default_tools_approval_mode = \"approve\"", "",
         ]))
         argv = ["exec", "--skip-git-repo-check", scenario.prompt]
         return argv, {"CODEX_HOME": str(home), "STANDIN_API_KEY": "dummy-stand-in"}

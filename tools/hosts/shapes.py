@@ -43,6 +43,9 @@ class Seen:
     calls: int  # tool calls the model already made in this conversation
     prompt: str  # the first user text
     schema: Any = None  # a JSON schema the host wants the answer to follow (side requests)
+    # Responses API: tools grouped in a namespace tool are offered as "NAMESPACE__TOOL", and a
+    # call to one goes out as {"name": TOOL, "namespace": NAMESPACE}.
+    namespaces: dict[str, tuple[str, str]] = field(default_factory=dict)
 
 
 @dataclass
@@ -211,7 +214,8 @@ def responses_seen(body: dict[str, Any]) -> Seen:
         kind = item.get("type", "message")
         if kind == "function_call":
             calls += 1
-            names[item.get("call_id", "")] = item.get("name", "")
+            prefix = f"{item['namespace']}__" if item.get("namespace") else ""
+            names[item.get("call_id", "")] = prefix + item.get("name", "")
         elif kind == "function_call_output":
             output = item.get("output")
             results.append(Result(names.get(item.get("call_id", ""), ""), text_of(output), False, item))
@@ -219,16 +223,29 @@ def responses_seen(body: dict[str, Any]) -> Seen:
             prompt = _first_text(item.get("content"))
     if isinstance(items, str):
         prompt = items
-    offered = [tool.get("name") or tool.get("function", {}).get("name", "") for tool in body.get("tools", []) or []]
-    return Seen("responses", body.get("model", ""), bool(body.get("stream")), [n for n in offered if n], results, calls, prompt)
+    offered: list[str] = []
+    namespaces: dict[str, tuple[str, str]] = {}
+    for tool in body.get("tools", []) or []:
+        if tool.get("type") == "namespace":
+            for inner in tool.get("tools", []) or []:
+                flat = f"{tool['name']}__{inner['name']}"
+                namespaces[flat] = (tool["name"], inner["name"])
+                offered.append(flat)
+        elif tool.get("name"):
+            offered.append(tool["name"])
+    return Seen("responses", body.get("model", ""), bool(body.get("stream")), offered, results, calls, prompt,
+                namespaces=namespaces)
 
 
-def responses_render(step: Step, model: str) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
+def responses_render(step: Step, model: str, namespaces: dict[str, tuple[str, str]] | None = None,
+                     ) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
     """(the whole response object, its stream events)."""
     response_id = f"resp_standin_{next(_ids)}"
     if isinstance(step, Call):
         item = {"type": "function_call", "id": f"fc_{step.id}", "call_id": step.id, "name": step.name,
                 "arguments": json.dumps(step.arguments), "status": "completed"}
+        if namespaces and step.name in namespaces:
+            item["namespace"], item["name"] = namespaces[step.name]
         middle = [("response.function_call_arguments.done",
                    {"type": "response.function_call_arguments.done", "item_id": item["id"], "output_index": 0,
                     "arguments": item["arguments"]})]

@@ -138,6 +138,8 @@ class StandIn:
             body = json.loads(request.body) if request.body else {}
         except ValueError:
             body = {}
+        with self.log_path.with_suffix(".raw.jsonl").open("a") as raw:  # every request, whole
+            raw.write(json.dumps({"method": request.method, "target": request.target, "body": body}) + "\n")
         try:
             await self._route(request.method, path, request.target, body, writer)
         except Exception as error:  # a stand-in bug is the run's failure, logged where the run looks
@@ -199,7 +201,7 @@ class StandIn:
             whole = shapes.gemini_render(step, model)
             await self._stream_or_json(writer, seen.stream, whole, [(json.dumps(whole), None)])
         elif seen.api == "responses":
-            whole, events = shapes.responses_render(step, model)
+            whole, events = shapes.responses_render(step, model, seen.namespaces)
             await self._stream_or_json(writer, seen.stream, whole, [(json.dumps(d), e) for e, d in events])
         else:
             whole, chunks = shapes.chat_render(step, model)
