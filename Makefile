@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo fuzz bench bench-fs conformance spec bundle clean
+.PHONY: test demo fuzz bench bench-fs conformance hosts spec bundle clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -43,6 +43,12 @@ bench-fs: $(STAMP)
 # bridge (tools/conformance/). Needs npm. docs/external-checks.md; CONFORMANCE_ARGS='--era 2026-07-28'.
 conformance: $(STAMP)
 	$(BIN)/python tools/conformance/run.py $(CONFORMANCE_ARGS)
+
+# mcp-ref-fs through four real MCP hosts (pinned; installed from npm into .hosts/ on first use,
+# about 1.1 GB), each driven through its own agent loop by a stand-in model on 127.0.0.1
+# (tools/hosts/). Needs npm; not part of make test. docs/external-checks.md; HOSTS_ARGS='--host codex'.
+hosts: $(STAMP)
+	$(BIN)/python tools/hosts/run.py $(HOSTS_ARGS)
 
 # Refresh what spec/ generates: every record's tests: line, then docs/conformance.md (spec/README.md).
 spec: $(STAMP)

@@ -159,7 +159,7 @@ class EventStream:
 
     async def data(self, data: str, event: str | None = None) -> None:
         """One event of raw ``data`` (one line), with an ``event:`` name if given."""
-        self._chunk((f"event: {event}\n" if event else "") .encode() + f"data: {data}\n\n".encode())
+        self._chunk((f"event: {event}\n" if event else "").encode() + f"data: {data}\n\n".encode())
         await self._drain()
 
     async def comment(self, text: str = "") -> None:
