@@ -434,7 +434,10 @@ class Bridge:
                 stream = stream or EventStream(writer)
                 await stream.event(message)
                 if stream.closed:  # the write failed: the client is gone
-                    relay.abandon(route) if legacy else relay.cancel(route, "the HTTP client closed the stream")
+                    if legacy:
+                        relay.abandon(route)
+                    else:
+                        relay.cancel(route, "the HTTP client closed the stream")
                     return
         finally:
             gone.cancel()
