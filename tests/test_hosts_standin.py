@@ -173,3 +173,26 @@ def test_the_stand_in_serves_every_api_on_one_port_and_logs_what_the_model_saw(s
     assert all(t["step"]["kind"] == "Call" for t in turns)
     assert any(e.get("side") == "no server tools offered" for e in entries)
     assert log.with_suffix(".raw.jsonl").read_text().count("\n") == 7  # every request, whole
+
+
+def _wire(*messages: tuple[str, dict]) -> list[dict]:
+    return [{"dir": direction, "line": json.dumps(message)} for direction, message in messages]
+
+
+def test_the_confirmation_and_the_hosts_answer_are_read_from_the_wire_in_both_eras(tmp_path):
+    modern = _wire(
+        ("host", {"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {"name": "delete_file", "_meta": {
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}}}),
+        ("server", {"jsonrpc": "2.0", "id": 3, "result": {"resultType": "input_required", "inputRequests": {
+            "confirm_delete": {"method": "elicitation/create", "params": {}}}}}),
+        ("host", {"jsonrpc": "2.0", "id": 4, "method": "tools/call", "params": {"inputResponses": {
+            "confirm_delete": {"action": "decline"}}}}))
+    legacy = _wire(
+        ("host", {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {"capabilities": {}}}),
+        ("server", {"jsonrpc": "2.0", "id": "srv-1", "method": "elicitation/create", "params": {}}),
+        ("host", {"jsonrpc": "2.0", "id": "srv-1", "result": {"action": "accept", "content": {"confirm": True}}}))
+    first = Outcome(tmp_path, [], modern, "", 0)
+    assert first.confirmation() == ("input_required", "decline") and first.declared_elicitation()
+    second = Outcome(tmp_path, [], legacy, "", 0)
+    assert second.confirmation() == ("elicitation/create", "accept") and not second.declared_elicitation()
+    assert Outcome(tmp_path, [], [], "", 0).confirmation() == (None, None)

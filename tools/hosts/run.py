@@ -179,6 +179,10 @@ def _summary(scenario: Scenario, outcome: Outcome) -> str:
     results = outcome.seen_results()
     if scenario.name == "tools":
         return f"{len(SERVER_TOOLS)} tools offered, e.g. {name_of(outcome.turns[0]['offered'], 'read_text_file')!r}"
+    if scenario.name.startswith("delete"):
+        asked, answer = outcome.confirmation()
+        how = f"asked with {asked}, the host answered {answer}" if asked else "the host declares no elicitation"
+        return f"{how}; the model saw: " + results[0]["text"].replace("\n", " ")[:70]
     if results:
         return "the model saw: " + results[0]["text"].replace("\n", " ")[:90]
     return "ok"

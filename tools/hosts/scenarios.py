@@ -80,6 +80,34 @@ class Outcome:
     def server_requests(self, method: str) -> list[dict[str, Any]]:
         return [m for d, m in self.wire_messages() if d == "server" and m.get("method") == method and "id" in m]
 
+    def confirmation(self) -> tuple[str | None, str | None]:
+        """(how the server asked the user, what the host answered): ``("input_required", "decline")``
+        at 2026-07-28, ``("elicitation/create", "accept")`` in the initialize era, ``(None, None)``."""
+        messages = self.wire_messages()
+        for index, (direction, message) in enumerate(messages):
+            result = message.get("result") if direction == "server" else None
+            if isinstance(result, dict) and result.get("resultType") == "input_required":
+                for later_direction, later in messages[index + 1:]:
+                    responses = (later.get("params") or {}).get("inputResponses") if later_direction == "host" else None
+                    if isinstance(responses, dict) and responses:
+                        answer = next(iter(responses.values()))
+                        return "input_required", answer.get("action") if isinstance(answer, dict) else None
+                return "input_required", None
+            if direction == "server" and message.get("method") == "elicitation/create":
+                answer = next((m for d, m in messages[index + 1:] if d == "host" and m.get("id") == message.get("id")), {})
+                return "elicitation/create", (answer.get("result") or {}).get("action") or ("error" if "error" in answer else None)
+        return None, None
+
+    def declared_elicitation(self) -> bool:
+        """Did the host declare the elicitation capability (initialize, or a request's _meta)?"""
+        for direction, message in self.wire_messages():
+            params = message.get("params") or {} if direction == "host" else {}
+            capabilities = params.get("capabilities") or (params.get("_meta") or {}).get(
+                "io.modelcontextprotocol/clientCapabilities") or {}
+            if "elicitation" in capabilities:
+                return True
+        return False
+
 
 class Skip(Exception):
     """The scenario does not apply to this host (it offers no way to do it)."""
@@ -149,15 +177,24 @@ def check_edit(outcome: Outcome) -> str | None:
 
 
 def check_declined(outcome: Outcome) -> str | None:
-    text = _one_result(outcome)["text"]
-    return _judge(((outcome.root / "doomed.txt").exists(), "doomed.txt was deleted without the user's yes"),
-                  (bool(text.strip()), "the model got an empty result"))
+    result = _one_result(outcome)
+    asked, answer = outcome.confirmation()
+    if (outcome.root / "doomed.txt").exists() is False:
+        return "doomed.txt was deleted without the user's yes"
+    if outcome.declared_elicitation():
+        return _judge((asked is not None, "the server never asked for a confirmation"),
+                      (answer in ("decline", "cancel"), f"the host answered the confirmation with {answer!r}"),
+                      (saw(result["text"], "Not deleted"), f"the model saw {result['text'][:160]!r}"))
+    # A host without elicitation cannot be asked: the tool says so, as an error.
+    return _judge((asked is None, "the server asked a host that cannot answer"),
+                  ("elicitation" in result["text"], f"the model saw {result['text'][:160]!r}"))
 
 
 def check_accepted(outcome: Outcome) -> str | None:
-    asked = outcome.server_requests("elicitation/create")
-    return _judge((not (outcome.root / "doomed.txt").exists(), "doomed.txt is still there"),
-                  (bool(asked) or bool(outcome.turns), "no confirmation was asked"))
+    asked, answer = outcome.confirmation()
+    return _judge((asked is not None, "the server never asked for a confirmation"),
+                  (answer == "accept", f"the host answered the confirmation with {answer!r}"),
+                  (not (outcome.root / "doomed.txt").exists(), "doomed.txt is still there"))
 
 
 RESOURCE_TOOLS = ("ReadMcpResourceTool", "read_mcp_resource", "readMcpResource", "read_resource")
