@@ -176,6 +176,8 @@ def run_target(target: Target, node_dir: Path, package_dir: Path, run_dir: Path)
     finally:
         stop(bridge)
     results = read_results(out)
+    stats_file = run_dir / f"{label}.bridge-stats.json"
+    BRIDGE_STATS[(target.label, target.era)] = json.loads(stats_file.read_text()) if stats_file.exists() else {}
     outcomes = []
     for scenario in expected:
         checks = results.get(scenario)
@@ -183,6 +185,12 @@ def run_target(target: Target, node_dir: Path, package_dir: Path, run_dir: Path)
         outcomes.append(Outcome(target.label, target.era, scenario, scenario in scored,
                                 unscored.get(scenario, ""), passed, detail))
     return outcomes
+
+
+# (server, era) -> the bridge's counters: requests relayed, sessions, and stdio-side faults the
+# referee cannot see (non-JSON stdout, server-to-client requests at 2026-07-28, ...).
+BRIDGE_STATS: dict[tuple[str, str], dict[str, int]] = {}
+ROUTINE = {"requests_forwarded", "sessions_started"}
 
 
 def print_table(outcomes: list[Outcome]) -> None:
@@ -199,8 +207,11 @@ def print_table(outcomes: list[Outcome]) -> None:
         group = [o for o in outcomes if (o.target, o.era) == key]
         scored = [o for o in group if o.scored]
         rest = [o for o in group if not o.scored]
+        stats = BRIDGE_STATS.get(key, {})
+        faults = ", ".join(f"{name} {count}" for name, count in sorted(stats.items()) if name not in ROUTINE) or "none"
         print(f"{key[0]} at {key[1]}: scored {sum(o.passed for o in scored)}/{len(scored)} passed"
-              + (f"; not scored {sum(o.passed for o in rest)}/{len(rest)} passed" if rest else ""))
+              + (f"; not scored {sum(o.passed for o in rest)}/{len(rest)} passed" if rest else "")
+              + f"; bridge: {stats.get('requests_forwarded', 0)} requests relayed, stdio-side issues: {faults}")
 
 
 def main(argv: list[str] | None = None) -> int:
