@@ -193,6 +193,17 @@ def test_a_get_stream_carries_what_no_request_is_waiting_for(bridge):
     assert changed["method"] == "notifications/tools/list_changed"
 
 
+def test_an_initialize_era_cancellation_names_the_clients_id_and_ends_that_request_without_a_result(bridge):
+    session = _initialize(bridge, {})
+    call = post(bridge, {"jsonrpc": "2.0", "id": 7, "method": "tools/call", "params": {
+        "name": "test_cancellable_wait", "arguments": {"seconds": 10}, "_meta": {"progressToken": "w"}}}, _legacy(session))
+    assert events(call, 1)[0]["params"]["progressToken"] == "w"  # it is running
+    cancel = {"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7, "reason": "no longer needed"}}
+    assert post(bridge, cancel, _legacy(session)).status == 202
+    rest = events(call)  # the stream ends: no result follows a cancellation
+    assert [m for m in rest if "result" in m or "error" in m] == []
+
+
 def test_the_header_value_rules_decode_base64_strictly_and_compare_numbers_numerically():
     assert headers.decode("=?base64?SGVsbG8=?=") == "Hello"
     assert headers.decode("=?base64?SGVsbG8?=") is None  # bad padding
