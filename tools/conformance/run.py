@@ -25,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -239,8 +240,11 @@ def main(argv: list[str] | None = None) -> int:
         if args.only in (None, "mcp-ref-fs") and (not args.scenario or set(args.scenario) & set(GENERIC[era])):
             targets.append(Target("mcp-ref-fs", [f"{args.bin}/mcp-ref-fs", empty_root], era, GENERIC[era], args.scenario))
     outcomes: list[Outcome] = []
-    for target in targets:
-        outcomes += run_target(target, node_dir, package_dir, run_dir)
+    try:
+        for target in targets:
+            outcomes += run_target(target, node_dir, package_dir, run_dir)
+    finally:
+        shutil.rmtree(empty_root, ignore_errors=True)
     print_table(outcomes)
     failed = [o for o in outcomes if not o.passed]
     print(f"conformance ({REFEREE.rsplit('@', 1)[1]}): {len(outcomes) - len(failed)}/{len(outcomes)} scenarios passed"
