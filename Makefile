@@ -4,7 +4,7 @@ VENV   ?= .venv
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 
-.PHONY: test demo fuzz bench bench-fs conformance spec bundle clean
+.PHONY: test demo fuzz bench bench-fs conformance hosts spec bundle clean
 
 $(STAMP): pyproject.toml
 	@test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -38,10 +38,17 @@ bench: $(STAMP)
 bench-fs: $(STAMP)
 	$(BIN)/python bench/fs_bench.py $(BENCH_ARGS)
 
-# Needs the project's internal conformance kit beside the checkout (README: Requirements).
+# The official MCP conformance referee (pinned; installed from npm into .conformance/ on first use)
+# against mcp-ref-everything and mcp-ref-fs, in both eras, through the project's own HTTP->stdio
+# bridge (tools/conformance/). Needs npm. docs/external-checks.md; CONFORMANCE_ARGS='--era 2026-07-28'.
 conformance: $(STAMP)
-	@test -x ../shared/conformance/run.sh || { echo "make conformance: ../shared/conformance/run.sh is missing: the conformance kit is internal to the project's workspace (README.md, Requirements); every other command works without it" >&2; exit 2; }
-	PATH=$(CURDIR)/$(BIN):$$PATH ../shared/conformance/run.sh -- $(CURDIR)/$(BIN)/mcp-ref-everything
+	$(BIN)/python tools/conformance/run.py $(CONFORMANCE_ARGS)
+
+# mcp-ref-fs through four real MCP hosts (pinned; installed from npm into .hosts/ on first use,
+# about 1.1 GB), each driven through its own agent loop by a stand-in model on 127.0.0.1
+# (tools/hosts/). Needs npm; not part of make test. docs/external-checks.md; HOSTS_ARGS='--host codex'.
+hosts: $(STAMP)
+	$(BIN)/python tools/hosts/run.py $(HOSTS_ARGS)
 
 # Refresh what spec/ generates: every record's tests: line, then docs/conformance.md (spec/README.md).
 spec: $(STAMP)
@@ -53,4 +60,4 @@ bundle:
 	$(PYTHON) tools/build_bundle.py
 
 clean:
-	rm -rf $(VENV) .coverage .coverage.* .pytest_cache build dist *.egg-info
+	rm -rf $(VENV) .coverage .coverage.* .pytest_cache build dist *.egg-info .conformance .hosts

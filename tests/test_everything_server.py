@@ -5,7 +5,7 @@ Each test spawns ``python -m mcp_ref_everything`` and talks to it over stdio thr
 server-to-client request in the 2026-07-28 era), validates it against the official schemas
 (``tests.schema_check.schemas()``), and checks the exit status when the test closes it. The
 behaviours checked are the ones the official conformance suite relies on; the suite itself runs
-through ``shared/conformance/run.sh``.
+with ``make conformance`` (tools/conformance/).
 """
 
 from __future__ import annotations

@@ -103,6 +103,49 @@ def test_a_client_without_the_capability_gets_the_tool_error_and_no_request() ->
         assert reply.rounds == []  # the server sent no request
 
 
+def test_the_conformance_suites_initialize_era_fixtures_ask_with_server_requests_of_the_shapes_it_checks() -> None:
+    def accept(content: dict[str, Any]) -> Callable[[dict[str, Any]], dict[str, Any]]:
+        return lambda params: {"action": "accept", "content": content}
+
+    sampled = {"role": "assistant", "content": {"type": "text", "text": "Paris"}, "model": "m", "stopReason": "endTurn"}
+    with legacy_client(on_sampling=lambda params: sampled) as client:
+        reply = client.call_tool("test_sampling", {"prompt": "Capital?"})
+        (asked,) = reply.rounds
+        assert asked["params"]["messages"] == [{"role": "user", "content": {"type": "text", "text": "Capital?"}}]
+        assert asked["params"]["maxTokens"] == 100 and reply.text == "LLM response: Paris"
+    with legacy_client(on_elicitation=accept({"username": "ada", "email": "a@b.c"})) as client:
+        reply = client.call_tool("test_elicitation", {"message": "Who are you?"})
+        assert reply.rounds[0]["params"]["message"] == "Who are you?"
+        assert reply.rounds[0]["params"]["requestedSchema"]["required"] == ["username", "email"]
+        assert reply.text == 'User response: action=accept, content={"username": "ada", "email": "a@b.c"}'
+    with legacy_client(on_elicitation=accept({"name": "Jo", "age": 2, "score": 1.5, "status": "pending", "verified": False})) as client:
+        reply = client.call_tool("test_elicitation_sep1034_defaults")
+        defaults = {k: v["default"] for k, v in reply.rounds[0]["params"]["requestedSchema"]["properties"].items()}
+        assert defaults == {"name": "John Doe", "age": 30, "score": 95.5, "status": "active", "verified": True}
+        assert reply.text.startswith("Elicitation completed: action=accept")
+    with legacy_client(on_elicitation=accept({"untitledSingle": "option1", "titledMulti": ["value1"]})) as client:
+        reply = client.call_tool("test_elicitation_sep1330_enums")
+        fields = reply.rounds[0]["params"]["requestedSchema"]["properties"]
+        assert len(fields["legacyEnum"]["enumNames"]) == len(fields["legacyEnum"]["enum"]) == 3
+        assert [c["const"] for c in fields["titledMulti"]["items"]["anyOf"]] == ["value1", "value2", "value3"]
+        assert reply.text.startswith("Elicitation completed: action=accept")
+
+
+def test_the_logging_fixture_sends_three_info_messages_at_a_session_level_of_info_and_none_above() -> None:
+    server = legacy_session()
+    try:
+        assert result_of(server.request({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "info"}})) == {}
+        call(server, 2, "test_tool_with_logging")
+        seen = server.read_until(lambda m: m.get("id") == 2)
+        logs = [m["params"]["data"] for m in seen if m.get("method") == "notifications/message"]
+        assert logs == ["Tool execution started", "Tool processing data", "Tool execution completed"]
+        assert result_of(server.request({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel", "params": {"level": "warning"}})) == {}
+        call(server, 4, "test_tool_with_logging")
+        assert [m for m in server.read_until(lambda m: m.get("id") == 4) if m.get("method") == "notifications/message"] == []
+    finally:
+        server.close()
+
+
 def refuse_sampling(params: dict[str, Any]) -> dict[str, Any]:
     raise RuntimeError("User rejected sampling request")  # the client answers with a JSON-RPC error
 

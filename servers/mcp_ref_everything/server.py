@@ -276,6 +276,83 @@ async def test_url_elicitation(ctx: RequestContext, args: Arguments) -> str:
     return f"URL elicitation finished with action {answer['action']!r}"
 
 
+# === The initialize era's fixtures (the conformance suite's 2025-11-25 scenarios) =======================
+# The same ctx.ask as above: an initialize-era client that declared the capability is asked with a
+# server-to-client request (sampling/createMessage, elicitation/create) and the handler gets the
+# answer in place; a 2026-07-28 client gets an input_required result, as for the MRTR tools.
+
+USER_FORM = {
+    "type": "object",
+    "properties": {
+        "username": {"type": "string", "description": "User's response"},
+        "email": {"type": "string", "description": "User's email address"},
+    },
+    "required": ["username", "email"],
+}
+DEFAULTS_FORM = {  # SEP-1034: a default for every primitive type
+    "type": "object",
+    "properties": {
+        "name": {"type": "string", "default": "John Doe"},
+        "age": {"type": "integer", "default": 30},
+        "score": {"type": "number", "default": 95.5},
+        "status": {"type": "string", "enum": ["active", "inactive", "pending"], "default": "active"},
+        "verified": {"type": "boolean", "default": True},
+    },
+}
+ENUMS_FORM = {  # SEP-1330: the five ways to offer choices
+    "type": "object",
+    "properties": {
+        "untitledSingle": {"type": "string", "enum": ["option1", "option2", "option3"]},
+        "titledSingle": {"type": "string", "oneOf": [
+            {"const": "value1", "title": "First Option"}, {"const": "value2", "title": "Second Option"},
+            {"const": "value3", "title": "Third Option"}]},
+        "legacyEnum": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                       "enumNames": ["Option One", "Option Two", "Option Three"]},
+        "untitledMulti": {"type": "array", "items": {"type": "string", "enum": ["option1", "option2", "option3"]}},
+        "titledMulti": {"type": "array", "items": {"anyOf": [
+            {"const": "value1", "title": "First Choice"}, {"const": "value2", "title": "Second Choice"},
+            {"const": "value3", "title": "Third Choice"}]}},
+    },
+}
+
+
+@server.tool(description="Logs three info messages about 50 ms apart (sent as the client's logging level allows), then returns.")
+async def test_tool_with_logging(ctx: RequestContext, args: Arguments) -> str:
+    for step, message in enumerate(("Tool execution started", "Tool processing data", "Tool execution completed")):
+        if step:
+            await asyncio.sleep(0.05)
+        ctx.log("info", message, logger="everything")
+    return "Tool with logging executed successfully"
+
+
+@server.tool(description="Asks the client's LLM (sampling) with the given prompt and returns its answer.", input_schema={
+    "type": "object", "properties": {"prompt": {"type": "string"}}, "required": ["prompt"],
+})
+async def test_sampling(ctx: RequestContext, args: Arguments) -> str:
+    answer = ctx.ask("llm", sample([prompt_message("user", args["prompt"])], max_tokens=100))
+    return f"LLM response: {_sampled_text(answer)}"
+
+
+@server.tool(description="Asks the user (elicitation) for a username and an email with the given message.", input_schema={
+    "type": "object", "properties": {"message": {"type": "string"}}, "required": ["message"],
+})
+async def test_elicitation(ctx: RequestContext, args: Arguments) -> str:
+    answer = ctx.ask("user", elicit_form(args["message"], USER_FORM))
+    return f"User response: action={answer['action']}, content={json.dumps(answer.get('content', {}))}"
+
+
+@server.tool(description="Elicitation whose form has a default for every primitive type (SEP-1034).")
+async def test_elicitation_sep1034_defaults(ctx: RequestContext, args: Arguments) -> str:
+    answer = ctx.ask("defaults", elicit_form("Please review and update the form fields with defaults", DEFAULTS_FORM))
+    return f"Elicitation completed: action={answer['action']}, content={json.dumps(answer.get('content', {}))}"
+
+
+@server.tool(description="Elicitation offering choices in all five enum shapes (SEP-1330).")
+async def test_elicitation_sep1330_enums(ctx: RequestContext, args: Arguments) -> str:
+    answer = ctx.ask("enums", elicit_form("Please select options from the enum fields", ENUMS_FORM))
+    return f"Elicitation completed: action={answer['action']}, content={json.dumps(answer.get('content', {}))}"
+
+
 # === Tasks (the io.modelcontextprotocol/tasks extension) ================================================
 # A tool registered with task="optional" may answer a client that declared the extension with a
 # task handle instead of its result: when it runs longer than TaskSettings.answer_within_seconds
