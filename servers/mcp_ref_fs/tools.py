@@ -264,7 +264,7 @@ class FsTools(WalkTools):
 
     def _budget(self, ctx: RequestContext) -> int:
         """The byte budget of one answer to this client (answers.answer_budget)."""
-        return answer_budget(self.config.max_answer_bytes, ctx.client_info)
+        return answer_budget(self.config.max_answer_bytes, getattr(ctx, "client_info", None))
 
     async def _lines_of(self, opened: OpenFile) -> Any:
         """The file's line index (count, checkpoints): on the loop when small, else in a thread
@@ -350,7 +350,7 @@ class FsTools(WalkTools):
                 block, kind = audio(data, mime), "audio"
             else:
                 block, kind = embedded_resource(blob_resource(location_uri(opened.location), data, mime)), "an embedded resource"
-            about = media_note(opened.location.display, mime, size, kind, ctx.client_info)
+            about = media_note(opened.location.display, mime, size, kind, getattr(ctx, "client_info", None))
         # The bytes travel once, in their block; the text says what they are, for a host that
         # drops the block (base64 is never repeated in text or structuredContent).
         return ToolResult([block, text(about)])
@@ -594,10 +594,11 @@ def _read_cue(tool: str, arguments: dict[str, Any], first: int | None, shown: in
         where = f"The last {count(shown)} lines shown{of}"
     else:
         where = f"Lines {count(first + 1)}-{count(first + shown)}{of}"
-    cut = " (cut to fit this answer)" if truncated else ""
+    cut = f" (cut to fit this answer; the file has {count(size)} bytes)" if truncated and total is not None else \
+        " (cut to fit this answer)" if truncated else ""
     if partial and first is not None:
-        where += (f"; line {count(first + shown)} is longer than one answer holds, so only its start is shown "
-                  "(grep_files finds text anywhere in it)")
+        cut += (f"; line {count(first + shown)} is longer than one answer holds, so only its start is shown "
+                "(grep_files finds text anywhere in it)")
     if arguments.get("tail") is not None:
         wanted = None if total is None else max(total - arguments["tail"], 0)
         if truncated and first is not None and wanted is not None and wanted < first:
@@ -606,7 +607,7 @@ def _read_cue(tool: str, arguments: dict[str, Any], first: int | None, shown: in
     first = first or 0
     end = first + shown
     asked = arguments.get("limit") if arguments.get("limit") is not None else arguments.get("head")
-    if not shown or total is not None and end >= total and not partial or not truncated and (asked is None or shown < asked):
+    if not shown or total is not None and end >= total or not truncated and (asked is None or shown < asked):
         return f"[{where}{cut}: the end of the file.]"
     if not truncated:  # the asked-for window came whole: offer the next one of the same size
         return f"[{where}. Next lines: {next_call(tool, arguments, head=None, offset=end, limit=asked)}]"

@@ -180,6 +180,8 @@ class WalkTools:
                         pruned[0] = components
                         continue
                     total += 1
+                    if total % 500 == 0:
+                        ctx.report_progress(total, message=f"{total} entries so far")
                     if total <= start or full:
                         continue
                     node: dict[str, Any] = {"name": entry.label, "type": entry.kind}
@@ -196,8 +198,6 @@ class WalkTools:
                         node["children"] = children[components] = []
                     children[components[:-1]].append(node)
                     shown += 1
-                    if shown % 500 == 0:
-                        ctx.report_progress(shown, message=f"{shown} entries so far")
             finally:
                 walk.close()
             return top, shown, total, False

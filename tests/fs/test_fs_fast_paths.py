@@ -26,7 +26,8 @@ from mcp_ref import Server
 from mcp_ref_fs import offload
 from mcp_ref_fs.config import Config
 from mcp_ref_fs.root import Entry, Sandbox, display_name
-from mcp_ref_fs.tools import FsTools, _labels
+from mcp_ref_fs.tools import FsTools
+from mcp_ref_fs.walks import _labels
 
 def _reference_display_name(name: str) -> str:
     """display_name's rule without its fast paths: always encode, then look at every character's
