@@ -359,18 +359,21 @@ class FsTools(WalkTools):
         paths = arguments["paths"]
         parts = []
         # One budget for the whole answer, however many files: each file gets what is left, and
-        # one that no longer fits is named with the call that reads it.
-        room = min(data_budget(self._budget(ctx), {"path": max(paths, key=len)}), self.config.max_read_bytes * 4)
+        # one that no longer fits is named with the call that reads it. The files' text together
+        # stays within 4 x --max-read-bytes too.
+        room = data_budget(self._budget(ctx), {"path": max(paths, key=len)})
+        text_room = self.config.max_read_bytes * 4
         for index, path in enumerate(paths):
-            overhead = len(path.encode("utf-8")) + 8  # "path:\n" and the separator
-            if room - overhead < 256:
-                parts.append(f"{path}: [Not read: this answer is full. Read it with {next_call('read_text_file', {'path': path})}]")
-                continue
-            try:
-                body, notes = await self._text_of({"path": path}, room - overhead)
-                part = f"{path}:\n{body}\n" + "".join(f"{note}\n" for note in notes)
-            except (ToolError, FsError) as error:
-                part = f"{path}: Error - {error}"
+            overhead = len(path.encode("utf-8")) + 8  # "path:\n", a newline and the separator
+            if min(room - overhead, text_room) < 1:
+                part = f"{path}: [Not read: this answer is full. Read it with {next_call('read_text_file', {'path': path})}]"
+            else:
+                try:
+                    body, notes = await self._text_of({"path": path}, min(room - overhead, text_room))
+                    text_room -= len(body.encode("utf-8"))
+                    part = f"{path}:\n{body}\n" + "".join(f"{note}\n" for note in notes)
+                except (ToolError, FsError) as error:
+                    part = f"{path}: Error - {error}"
             room -= len(part.encode("utf-8")) + 5
             parts.append(part)
             ctx.report_progress(index + 1, len(paths))
