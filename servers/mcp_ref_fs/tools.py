@@ -614,5 +614,6 @@ def _read_cue(tool: str, arguments: dict[str, Any], first: int | None, shown: in
         return f"[{where}{cut}: the end of the file.]"
     if not truncated:  # the asked-for window came whole: offer the next one of the same size
         return f"[{where}. Next lines: {next_call(tool, arguments, head=None, offset=end, limit=asked)}]"
-    page = shown if asked is None else min(shown, asked - shown)
-    return f"[{where}{cut}. Next page: {next_call(tool, arguments, head=None, offset=end, limit=page)}]"
+    # A page as big as the one that fitted (not the rest of the asked-for window: that could
+    # shrink to a line per call).
+    return f"[{where}{cut}. Next page: {next_call(tool, arguments, head=None, offset=end, limit=shown)}]"
