@@ -30,7 +30,7 @@ def option_rows(document: Path) -> list[tuple[str, str]]:
 
 
 def documented(default: object) -> str:
-    return "off" if default is False else f"{default:g}" if isinstance(default, float) else str(default)
+    return "off" if default is False else "per host" if default == "per host" else f"{default:g}" if isinstance(default, float) else str(default)
 
 
 @pytest.mark.parametrize("document", ["README.md", "docs/filesystem-server.md"])

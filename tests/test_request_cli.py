@@ -334,7 +334,11 @@ def test_a_tool_call_piped_into_mcp_ref_fs_returns_the_file(tmp_path: Path) -> N
     line = run("tools/call", "name=read_text_file", "arguments.path=note.txt", "arguments.head=2")
     [answer] = serve(tmp_path, line.stdout)
     assert answer["id"] == 1
-    assert answer["result"]["content"] == [{"type": "text", "text": "first line\nsecond line\n"}]
+    assert answer["result"]["content"] == [
+        {"type": "text", "text": "first line\nsecond line\n"},
+        # A window says what it showed and the exact next call (FS-ANSWER-CUES).
+        {"type": "text", "text": '[Lines 1-2 of 3. Next lines: read_text_file {"path": "note.txt", "offset": 2, "limit": 2}]'},
+    ]
 
 
 def test_concatenated_invocations_make_one_session(tmp_path: Path) -> None:

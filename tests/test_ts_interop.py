@@ -356,8 +356,8 @@ def test_fs_delete_file_asks_the_ts_client_and_deletes_only_when_confirmed(
     # The plain tools first: text and structured content come through the TS client intact.
     assert calls["list_allowed_directories"]["structured"]["directories"] == [str(root)]
     assert calls["read_text_file"]["text"] == "interop line\nsecond line\n"
-    assert calls["read_text_file"]["structured"]["totalBytes"] == len("interop line\nsecond line\n")
-    assert [match["line"] for match in calls["grep_files"]["structured"]["matches"]] == [1]
+    assert calls["read_text_file"]["structured"] is None  # FS-TEXT-ONCE: the text comes once, as text
+    assert calls["grep_files"]["text"] == f"{doomed}:1: interop line"
     # Then the confirmation: exactly one form, naming the file, whatever the era.
     delete = calls["delete_file"]
     assert delete["asked"] == ["elicitation/create"] and delete["isError"] is False, delete

@@ -34,7 +34,10 @@ listed, written, created, moved, deleted or revealed; symbolic links are followe
 they stay inside their root."""
 
 EPILOG = """\
-limits: a read returns at most --max-read-bytes of text (with a note giving the total size), a
+limits: an answer carrying text (reads, listings, trees, searches, grep) holds at most
+--max-answer-bytes (by default the budget measured for the client that says who it is, e.g.
+claude-code 40000, codex-mcp-client 10000; 10000 for any other) and says in its text what it
+showed and the exact arguments of the next call. A read returns at most --max-read-bytes of text, a
 media file or resource read at most --max-media-bytes, and a listing, tree, search or grep at most
 --max-entries entries (with a note saying the answer was cut). Searches stop after
 --search-seconds, or --task-search-seconds when the call runs as a task: a client that declares
@@ -106,6 +109,7 @@ def parse_arguments(argv: list[str]) -> Config:
         max_entries=options.max_entries,
         search_seconds=options.search_seconds,
         task_search_seconds=options.task_search_seconds,
+        max_answer_bytes=options.max_answer_bytes,
     )
 
 

@@ -10,6 +10,7 @@ DEFAULT_MAX_MEDIA_BYTES = 32 * 1024 * 1024  # read_media_file and resources/read
 DEFAULT_MAX_ENTRIES = 1000  # entries of one listing, tree, search or grep answer
 DEFAULT_SEARCH_SECONDS = 30.0  # wall time of one search_files or grep_files walk
 DEFAULT_TASK_SEARCH_SECONDS = 600.0  # the same, once the call runs as a task (tasks extension)
+MIN_ANSWER_BYTES = 2_000  # --max-answer-bytes: room for a page of data and its cue
 
 
 class Config:
@@ -20,7 +21,7 @@ class Config:
     """
 
     __slots__ = ("roots", "read_only", "modern_only", "max_read_bytes", "max_media_bytes", "max_entries",
-                 "search_seconds", "task_search_seconds", "confinement")
+                 "search_seconds", "task_search_seconds", "confinement", "max_answer_bytes")
 
     roots: tuple[str, ...]
     read_only: bool
@@ -31,11 +32,13 @@ class Config:
     search_seconds: float
     task_search_seconds: float
     confinement: str | None  # None: automatic (openat2 where available, else walk)
+    max_answer_bytes: int | None  # None: the budget measured for the client (answers.answer_budget)
 
     def __init__(self, roots: tuple[str, ...], read_only: bool = False, modern_only: bool = False,
                  max_read_bytes: int = DEFAULT_MAX_READ_BYTES, max_media_bytes: int = DEFAULT_MAX_MEDIA_BYTES,
                  max_entries: int = DEFAULT_MAX_ENTRIES, search_seconds: float = DEFAULT_SEARCH_SECONDS,
-                 task_search_seconds: float = DEFAULT_TASK_SEARCH_SECONDS, confinement: str | None = None) -> None:
+                 task_search_seconds: float = DEFAULT_TASK_SEARCH_SECONDS, confinement: str | None = None,
+                 max_answer_bytes: int | None = None) -> None:
         values = locals()
         for name in self.__slots__:
             object.__setattr__(self, name, values[name])

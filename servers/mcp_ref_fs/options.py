@@ -12,13 +12,23 @@ from .config import (
     DEFAULT_MAX_READ_BYTES,
     DEFAULT_SEARCH_SECONDS,
     DEFAULT_TASK_SEARCH_SECONDS,
+    MIN_ANSWER_BYTES,
 )
+
+PER_HOST = "per host"  # --max-answer-bytes' default: the budget measured for the client (answers.py)
 
 
 def positive_int(text: str) -> int:
     value = int(text)
     if value < 1:
         raise argparse.ArgumentTypeError("must be a positive integer")
+    return value
+
+
+def answer_bytes(text: str) -> int:
+    value = int(text)
+    if value < MIN_ANSWER_BYTES:
+        raise argparse.ArgumentTypeError(f"must be at least {MIN_ANSWER_BYTES} (room for a page and its cue)")
     return value
 
 
@@ -38,6 +48,9 @@ SERVER_OPTIONS: tuple[tuple[str, dict[str, Any], str, Any], ...] = (
      "largest file read_media_file, resources/read and edit_file handle, and grep_files searches",
      DEFAULT_MAX_MEDIA_BYTES),
     ("--max-entries", {"type": positive_int, "metavar": "N"}, "most entries in one listing, tree, search or grep", DEFAULT_MAX_ENTRIES),
+    ("--max-answer-bytes", {"type": answer_bytes, "metavar": "N"},
+     "most text in one answer of a tool that returns text (the rest comes in pages, with a cue naming the next "
+     "call); by default measured for the client that says who it is, 10000 for any other", PER_HOST),
     ("--search-seconds", {"type": positive_float, "metavar": "S"}, "time limit of one directory_tree, search or grep",
      DEFAULT_SEARCH_SECONDS),
     ("--task-search-seconds", {"type": positive_float, "metavar": "S"},
@@ -54,8 +67,9 @@ def add_server_options(parser: argparse.ArgumentParser, *, for_host: bool = Fals
             parser.add_argument(flag, **keywords, help=f"passed to the server: {help_text}",
                                 **({"default": None} if not switch else {}))
         else:
-            shown = "" if switch else f" (default {default:g})" if isinstance(default, float) else f" (default {default})"
-            parser.add_argument(flag, **keywords, default=default, help=help_text + shown)
+            shown = "" if switch or default == PER_HOST else f" (default {default:g})" if isinstance(default, float) \
+                else f" (default {default})"
+            parser.add_argument(flag, **keywords, default=None if default == PER_HOST else default, help=help_text + shown)
 
 
 def given_server_options(options: argparse.Namespace) -> list[str]:

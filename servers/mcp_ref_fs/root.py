@@ -714,8 +714,8 @@ class Sandbox:
         return location, entries
 
     def list_directory_page(self, path: str, *, limit: int | None = None, largest_first: bool = False,
-                            sizes: bool = True, most: int | None = None) -> tuple[Location, list[Entry], int]:
-        """The first ``limit`` entries of a directory and how many there are in all.
+                            sizes: bool = True, most: int | None = None, start: int = 0) -> tuple[Location, list[Entry], int]:
+        """``limit`` entries of a directory from the ``start``-th (0-based) on, and how many there are in all.
 
         Sorted by name, or with ``largest_first`` files by size (largest first) then the rest by
         name. A link is shown as what it points to when that is inside the root, else as
@@ -747,11 +747,11 @@ class Sandbox:
                         kind, info = _kind(linked.st_mode), linked  # sorted by what it shows as
                     sized.append((item.name, kind, info))
                 sized.sort(key=lambda entry: (-entry[2].st_size if entry[1] == "file" else 1, entry[0]))
-                for name, kind, info in sized[:limit]:
+                for name, kind, info in sized[start:None if limit is None else start + limit]:
                     entries.append(Entry(name, kind, info.st_size, info.st_mtime))
                 return location, entries, len(sized)
             items.sort(key=_name_of)
-            for item in items[:limit]:
+            for item in items[start:None if limit is None else start + limit]:
                 try:
                     # is_file first: one call (no stat where the listing carries types) settles most entries.
                     kind = "file" if item.is_file(follow_symlinks=False) else _other_kind(item)
@@ -788,6 +788,7 @@ class Sandbox:
         descend: Callable[[tuple[str, ...]], bool] | None = None,
         after: tuple[str, ...] | None = None,
         sizes: bool = True,
+        entering: Callable[[tuple[str, ...], Any], None] | None = None,
     ) -> Iterator[tuple[tuple[str, ...], Entry]]:
         """Every entry below a directory, depth first, sorted by name at each level, as
         ``(components below the start, entry)``. Linked directories are listed, not entered.
@@ -797,10 +798,19 @@ class Sandbox:
         A generator: close it to stop early; it holds at most one descriptor per level.
         Without ``sizes``, entries carry size and time 0 and their kind comes from the directory
         listing itself, which saves a ``stat`` per entry (trees and name searches need no more).
+        ``entering(components, held)`` is called with each directory held open (the start
+        first, as ``()``), before any of its entries is yielded: it may read files in it with
+        :meth:`read_beneath` (how ``.gitignore`` files are read, never by path).
         """
         act = self.act
         _location, fd = self.open_directory(path)
         stack: list[tuple[Any, tuple[str, ...], Iterator[os.DirEntry[str]]]] = [(fd, (), self._sorted_entries(fd))]
+        if entering is not None:
+            try:
+                entering((), fd)
+            except BaseException:
+                act.close(fd)
+                raise
         try:
             while stack:
                 dir_fd, prefix, entries = stack[-1]
@@ -831,6 +841,8 @@ class Sandbox:
                         except OSError:
                             continue  # unreadable, or swapped for something else: skip it
                         stack.append((child_fd, components, self._sorted_entries(child_fd)))
+                        if entering is not None:
+                            entering(components, child_fd)
                         break
                 else:
                     stack.pop()
@@ -838,6 +850,49 @@ class Sandbox:
         finally:
             for dir_fd, _prefix, _entries in stack:
                 act.close(dir_fd)
+
+    def read_beneath(self, held: Any, name: str, limit: int) -> bytes | None:
+        """At most ``limit`` bytes of the regular file ``name`` directly in the held directory
+        ``held`` (from :meth:`walk`'s ``entering`` or :meth:`ancestors`), or None when there is
+        no such regular file. A link at ``name`` is never followed (git reads no linked
+        ``.gitignore`` either), and a FIFO or device is never read."""
+        try:
+            fd = self.act.open_file(held, name)
+        except OSError:
+            return None
+        try:
+            if not stat.S_ISREG(os.fstat(fd).st_mode):
+                return None
+            if _act.O_NONBLOCK:
+                os.set_blocking(fd, True)
+            return _act.read_at(fd, limit, 0)
+        except OSError:
+            return None
+        finally:
+            os.close(fd)
+
+    def holds(self, held: Any, name: str) -> bool:
+        """Whether the held directory has an entry ``name`` (of any kind; links not followed)."""
+        try:
+            self.act.lstat(held, name)
+        except OSError:
+            return False
+        return True
+
+    def ancestors(self, path: str | Location) -> Iterator[tuple[tuple[str, ...], Any]]:
+        """The directories above ``path`` inside its root, from the root down, each held open
+        while the caller looks at it (``(parts below the root, held)``). ``path`` itself is not
+        among them. Directories that cannot be opened are left out."""
+        location = path if isinstance(path, Location) else self.locate(path)
+        for depth in range(len(location.parts)):
+            try:
+                _location, held = self.open_directory(Location(location.root, location.parts[:depth]))
+            except (FsError, OSError):
+                continue
+            try:
+                yield location.parts[:depth], held
+            finally:
+                self.act.close(held)
 
     def _sorted_entries(self, held: Any) -> Iterator[os.DirEntry[str]]:
         try:

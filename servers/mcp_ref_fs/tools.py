@@ -10,16 +10,18 @@ is a tool error (``isError: true``) whose text says what to do next.
 
 from __future__ import annotations
 
-import json
 import stat
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
 
 from . import content
-from .offload import IN_LOOP_READ_BYTES, STOP_EVERY, Stop, Stopped, off_loop, read_start, write_all
+from .answers import answer_budget, count, data_budget, line_index, media_note, next_call
+from .answers import text_answer as _text_answer
+from .offload import IN_LOOP_READ_BYTES, Stop, Stopped, off_loop, read_start, write_all
 from .resources import location_uri
-from .root import CostlyListing, Entry, FsError, Location, OpenFile, display_name
+from .walks import WalkTools
+from .root import FsError, Location, OpenFile
 
 if TYPE_CHECKING:
     from mcp_ref import RequestContext, Server
@@ -31,9 +33,12 @@ SNIFF_BYTES = 8192
 MAX_EDITS = 1000  # edits in one edit_file call
 MAX_EXCLUDES = 64  # excludePatterns in one call
 CHUNK_BYTES = 256 * 1024
-IN_LOOP_ENTRIES = 1000  # directories listed on the event loop hold at most this many names (see _entries)
 READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
 PATH = {"type": "string", "description": "Absolute path, or relative to the first allowed directory"}
+START = {"type": "integer", "minimum": 0, "default": 0,
+         "description": "Entries to skip (0-based): the next page starts here (the note of a cut answer gives it)"}
+INCLUDE_IGNORED = {"type": "boolean", "default": False,
+                   "description": "Also show VCS metadata (.git...) and what .gitignore files exclude"}
 
 
 def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
@@ -52,8 +57,11 @@ def _result(body: str, notes: list[str] | None = None, **structured: Any) -> Too
     return ToolResult(blocks, {"content": body, **structured, **extra})
 
 
-class FsTools:
-    """Registers every tool on a ``Server``; holds the sandbox and limits they share."""
+
+
+class FsTools(WalkTools):
+    """Registers every tool on a ``Server``; holds the sandbox and limits they share. The listing
+    tools (listings, trees, searches, grep) are in :mod:`.walks`."""
 
     def __init__(self, server: Server, sandbox: Sandbox, config: Config) -> None:
         self.server = server
@@ -100,17 +108,17 @@ class FsTools:
             "offset": {"type": "integer", "minimum": 0, "description": "First line to return (0-based); with limit, reads a window"},
             "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to return from offset"},
         }
-        read_out = _output(truncated={"type": "boolean"}, totalBytes={"type": "integer"},
-                           notes={"type": "array", "items": {"type": "string"}})
         read_description = (
             "Read a text file (UTF-8) and return its contents. Use head or tail for the first or last N lines, or "
-            "offset/limit for a window of lines. Large files are cut at the server's read limit with a note giving "
-            "the total size. Binary files are refused: use read_media_file for those. Only works within allowed directories."
+            "offset/limit for a window of lines. A file larger than one answer holds comes in pages: the answer "
+            "ends with a note naming the lines shown, the file's line count and the exact arguments of the next call. "
+            "Binary files are refused: use read_media_file for those. Only works within allowed directories."
         )
+        # No outputSchema for the tools that carry text: the text goes to the model once (see _text_answer).
         self._tool("read_text_file", "Read Text File", read_description, _schema({"path": PATH, **head_tail}, ["path"]),
-                   READ_ONLY, read_out, self.read_text_file)
+                   READ_ONLY, None, self.read_text_file)
         self._tool("read_file", "Read File (deprecated)", "Deprecated alias of read_text_file. " + read_description,
-                   _schema({"path": PATH, **head_tail}, ["path"]), READ_ONLY, read_out, self.read_text_file)
+                   _schema({"path": PATH, **head_tail}, ["path"]), READ_ONLY, None, self.read_text_file)
         self._tool(
             "read_media_file", "Read Media File",
             "Read a binary file (image, audio or other) and return it base64-encoded with its MIME type, detected from "
@@ -120,10 +128,11 @@ class FsTools:
         self._tool(
             "read_multiple_files", "Read Multiple Files",
             "Read several text files at once; each file's contents follow its path, and a failure on one file does not "
-            "stop the others. Only works within allowed directories.",
+            "stop the others. What does not fit in one answer is named, with the read_text_file call that gets it. "
+            "Only works within allowed directories.",
             _schema({"paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 100,
                                "description": "Paths of the files to read"}}, ["paths"]),
-            READ_ONLY, _output(), self.read_multiple_files)
+            READ_ONLY, None, self.read_multiple_files)
         self._tool(
             "write_file", "Write File",
             "Create a file or replace an existing one with new UTF-8 text. Existing content is overwritten without "
@@ -158,29 +167,29 @@ class FsTools:
         self._tool(
             "list_directory", "List Directory",
             "List the entries of a directory, each prefixed [FILE] or [DIR] ([LINK] for a link that leaves the allowed "
-            "directories, [OTHER] for devices, FIFOs and sockets). Only works within allowed directories.",
-            _schema({"path": PATH}, ["path"]), READ_ONLY, _output(entries=_ENTRIES_SCHEMA, truncated={"type": "boolean"}),
-            self.list_directory)
+            "directories, [OTHER] for devices, FIFOs and sockets). Shows every entry, hidden and ignored ones too; a big "
+            "directory comes in pages (start). Only works within allowed directories.",
+            _schema({"path": PATH, "start": START}, ["path"]), READ_ONLY, None, self.list_directory)
         self._tool(
             "list_directory_with_sizes", "List Directory with Sizes",
             "List the entries of a directory with file sizes, sorted by name or by size (largest first), followed by "
-            "totals. Only works within allowed directories.",
+            "totals; a big directory comes in pages (start). Only works within allowed directories.",
             _schema({"path": PATH, "sortBy": {"type": "string", "enum": ["name", "size"], "default": "name",
-                                             "description": "Sort entries by name or size"}}, ["path"]),
-            READ_ONLY, _output(entries=_ENTRIES_SCHEMA, truncated={"type": "boolean"}), self.list_directory_with_sizes)
+                                             "description": "Sort entries by name or size"}, "start": START}, ["path"]),
+            READ_ONLY, None, self.list_directory_with_sizes)
         self._tool(
             "directory_tree", "Directory Tree",
             "A recursive tree of a directory as JSON: each entry has name and type (file, directory or symlink), and "
             "directories have children (left out where maxDepth stopped the descent). Exclude names or globs with "
-            "excludePatterns and limit the depth with maxDepth; "
-            "big trees are cut at the entry limit with a note. Linked directories are not entered. "
-            "Only works within allowed directories.",
+            "excludePatterns and limit the depth with maxDepth. VCS metadata (.git...) and what .gitignore files exclude "
+            "are skipped unless includeIgnored is true. A big tree comes in pages: the note names the next call (start). "
+            "Linked directories are not entered. Only works within allowed directories.",
             _schema({"path": PATH,
                      "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
-                     "maxDepth": {"type": "integer", "minimum": 1, "description": "Levels to descend (default: all)"}},
+                     "maxDepth": {"type": "integer", "minimum": 1, "description": "Levels to descend (default: all)"},
+                     "includeIgnored": INCLUDE_IGNORED, "start": START},
                     ["path"]),
-            READ_ONLY, _output(truncated={"type": "boolean"}, entries={"type": "integer"}), self.directory_tree,
-            long_running=True)
+            READ_ONLY, None, self.directory_tree, long_running=True)
         self._tool(
             "move_file", "Move File",
             "Move or rename a file or directory. Fails if the destination exists: it never overwrites. "
@@ -192,30 +201,33 @@ class FsTools:
             "search_files", "Search Files",
             "Find files and directories whose path, relative to the search directory, matches a glob: '*.py' matches "
             "in that directory only, '**/*.py' at any depth; '*' and '?' never cross '/', '[abc]' and '{a,b}' work. "
-            "Returns full paths. Only searches within allowed directories.",
+            "Returns full paths. VCS metadata and what .gitignore files exclude are skipped unless includeIgnored is "
+            "true; many matches come in pages (start). Only searches within allowed directories.",
             _schema({"path": PATH, "pattern": {"type": "string", "description": "Glob matched against relative paths"},
                      "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
-                     "maxResults": {"type": "integer", "minimum": 1}},
+                     "maxResults": {"type": "integer", "minimum": 1, "description": "Most matches in one answer"},
+                     "includeIgnored": INCLUDE_IGNORED, "start": START},
                     ["path", "pattern"]),
-            READ_ONLY, _output(matches={"type": "array", "items": {"type": "string"}}, truncated={"type": "boolean"}),
-            self.search_files, long_running=True)
+            READ_ONLY, None, self.search_files, long_running=True)
         self._tool(
             "grep_files", "Search File Contents",
             "Search the contents of text files under a directory for a regular expression (Python syntax) and return "
             "matching lines as path:line: text, with optional context lines. Restrict the files with a glob such as "
-            "'**/*.py'. Binary files are skipped; the search stops at maxResults matches or the time limit. "
-            "Only searches within allowed directories.",
+            "'**/*.py'. Binary files, VCS metadata and what .gitignore files exclude are skipped (includeIgnored: true "
+            "searches those too); many matches come in pages (start). Only searches within allowed directories.",
             _schema({"path": PATH,
                      "pattern": {"type": "string", "description": "Regular expression (or literal text with literal: true)"},
                      "glob": {"type": "string", "description": "Only files whose relative path matches this glob"},
                      "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
-                     "maxResults": {"type": "integer", "minimum": 1, "description": "Most matching lines to return"},
+                     "maxResults": {"type": "integer", "minimum": 1, "description": "Most matching lines in one answer"},
                      "contextLines": {"type": "integer", "minimum": 0, "maximum": 20, "default": 0},
                      "ignoreCase": {"type": "boolean", "default": False},
-                     "literal": {"type": "boolean", "default": False, "description": "Treat pattern as plain text"}},
+                     "literal": {"type": "boolean", "default": False, "description": "Treat pattern as plain text"},
+                     "includeIgnored": INCLUDE_IGNORED,
+                     "start": {**START, "description": "Matching lines to skip: the next page starts here (the note "
+                                                       "of a cut answer gives it)"}},
                     ["path", "pattern"]),
-            READ_ONLY, _output(matches=_MATCHES_SCHEMA, truncated={"type": "boolean"}, filesSearched={"type": "integer"}),
-            self.grep_files, long_running=True)
+            READ_ONLY, None, self.grep_files, long_running=True)
         self._tool(
             "get_file_info", "Get File Info",
             "Metadata of a file or directory: size, creation, modification and access times, type and permissions, "
@@ -250,20 +262,36 @@ class FsTools:
         except content.NotText:
             raise ToolError(f"{opened.location.display} is not valid UTF-8 text; use read_media_file to read it") from None
 
-    async def _text_of(self, path: str, arguments: dict[str, Any]) -> tuple[str, list[str], dict[str, Any]]:
-        """A file's text (or the asked-for part of it), notes about cuts, and structured extras."""
+    def _budget(self, ctx: RequestContext) -> int:
+        """The byte budget of one answer to this client (answers.answer_budget)."""
+        return answer_budget(self.config.max_answer_bytes, getattr(ctx, "client_info", None))
+
+    async def _lines_of(self, opened: OpenFile) -> Any:
+        """The file's line index (count, checkpoints): on the loop when small, else in a thread
+        within --search-seconds (incomplete past it)."""
+        def build(stop: Stop | Any = lambda: False) -> Any:
+            return line_index(opened.info, opened.read_at, stop)
+
+        if opened.info.st_size <= IN_LOOP_READ_BYTES:
+            return build()
+        return await off_loop(build, seconds=self.config.search_seconds)
+
+    async def _text_of(self, arguments: dict[str, Any], room: int, tool: str = "read_text_file") -> tuple[str, list[str]]:
+        """A file's text (or the asked-for part of it) in at most ``room`` bytes, and the cue
+        notes: what was shown, of how many lines, and the next call (``tool`` with
+        ``arguments`` changed) when there is more."""
         head, tail = arguments.get("head"), arguments.get("tail")
         offset, limit = arguments.get("offset"), arguments.get("limit")
         if head is not None and tail is not None:
             raise ToolError("Give head or tail, not both")
         if (head is not None or tail is not None) and (offset is not None or limit is not None):
             raise ToolError("Give head/tail or offset/limit, not both")
-        cap = self.config.max_read_bytes
-        with self.sandbox.open_file(path) as opened:
+        cap = min(self.config.max_read_bytes, room)
+        with self.sandbox.open_file(arguments["path"]) as opened:
             size = opened.info.st_size
             sample = opened.read_at(0, SNIFF_BYTES)
             self._refuse_binary(opened, sample)
-            notes: list[str] = []
+            index = None
             if tail is not None:
                 # Only the last cap + 1 bytes can be shown: read no further back than that, so a
                 # huge tail of a huge file costs one bounded read (more lines than fit: truncated).
@@ -277,7 +305,9 @@ class FsTools:
             elif head is not None:
                 data, _more = content.head_lines(_chunks(opened, cap + 1), head)
             elif offset is not None or limit is not None:
-                data = await off_loop(lambda stop: _line_window(opened, offset or 0, limit, cap + 1, stop),
+                index = await self._lines_of(opened)  # where line ``offset`` starts, within a MiB
+                at, before = index.start_of(offset or 0) if index.complete else (0, 0)
+                data = await off_loop(lambda stop: _line_window(opened, offset or 0, limit, cap + 1, stop, at, before),
                                       seconds=self.config.search_seconds)
             else:
                 length = min(size, cap + 1) if size else cap + 1
@@ -288,18 +318,20 @@ class FsTools:
             truncated = len(data) > cap
             if truncated:
                 data = _last_bytes(data, cap) if tail is not None else _first_bytes(data, cap)
-                windowed = any(arguments.get(key) is not None for key in ("head", "tail", "offset", "limit"))
-                notes.append(
-                    f"[Truncated: showing the {'last' if tail is not None else 'first'} {len(data)} bytes of "
-                    f"{'the requested lines' if windowed else 'the file'}; the file has {size} bytes. "
-                    f"Read further with offset/limit (lines), or head/tail.]"
-                )
             body = self._decode(opened, content.split_bom(data)[1])
-        return body, notes, {"truncated": truncated, "totalBytes": size}
+            windowed = any(value is not None for value in (head, tail, offset, limit))
+            if not windowed and not truncated:
+                return body, []  # the whole file: nothing to say
+            index = index or await self._lines_of(opened)
+        total = index.lines if index.complete else None
+        shown = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+        first = (total - shown if total is not None else None) if tail is not None else offset or 0
+        partial = truncated and tail is None and b"\n" not in data
+        return body, [_read_cue(tool, arguments, first, shown, total, size, truncated, partial)]
 
     async def read_text_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        body, notes, extras = await self._text_of(arguments["path"], arguments)
-        return _result(body, notes, **extras)
+        body, notes = await self._text_of(arguments, data_budget(self._budget(ctx), arguments))
+        return _text_answer(body, notes)
 
     async def read_media_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         with self.sandbox.open_file(arguments["path"]) as opened:
@@ -313,29 +345,39 @@ class FsTools:
             name = opened.location.parts[-1] if opened.location.parts else ""
             mime = content.sniff_mime(data[:SNIFF_BYTES], name)
             if mime.startswith("image/"):
-                block = image(data, mime)
+                block, kind = image(data, mime), "an image"
             elif mime.startswith("audio/"):
-                block = audio(data, mime)
+                block, kind = audio(data, mime), "audio"
             else:
-                block = embedded_resource(blob_resource(location_uri(opened.location), data, mime))
-        return ToolResult([block])
+                block, kind = embedded_resource(blob_resource(location_uri(opened.location), data, mime)), "an embedded resource"
+            about = media_note(opened.location.display, mime, size, kind, getattr(ctx, "client_info", None))
+        # The bytes travel once, in their block; the text says what they are, for a host that
+        # drops the block (base64 is never repeated in text or structuredContent).
+        return ToolResult([block, text(about)])
 
     async def read_multiple_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         paths = arguments["paths"]
         parts = []
-        budget = self.config.max_read_bytes * 4  # the whole answer, however many files
+        # One budget for the whole answer, however many files: each file gets what is left, and
+        # one that no longer fits is named with the call that reads it. The files' text together
+        # stays within 4 x --max-read-bytes too.
+        room = data_budget(self._budget(ctx), {"path": max(paths, key=len)})
+        text_room = self.config.max_read_bytes * 4
         for index, path in enumerate(paths):
-            try:
-                body, notes, _ = await self._text_of(path, {})
-                if len(body) > budget:
-                    body = body[: max(budget, 0)]
-                    notes.append("[Truncated: this answer reached its total size limit; read the rest with read_text_file.]")
-                budget -= len(body)
-                parts.append(f"{path}:\n{body}\n" + "".join(f"{note}\n" for note in notes))
-            except (ToolError, FsError) as error:
-                parts.append(f"{path}: Error - {error}")
+            overhead = len(path.encode("utf-8")) + 8  # "path:\n", a newline and the separator
+            if min(room - overhead, text_room) < 1:
+                part = f"{path}: [Not read: this answer is full. Read it with {next_call('read_text_file', {'path': path})}]"
+            else:
+                try:
+                    body, notes = await self._text_of({"path": path}, min(room - overhead, text_room))
+                    text_room -= len(body.encode("utf-8"))
+                    part = f"{path}:\n{body}\n" + "".join(f"{note}\n" for note in notes)
+                except (ToolError, FsError) as error:
+                    part = f"{path}: Error - {error}"
+            room -= len(part.encode("utf-8")) + 5
+            parts.append(part)
             ctx.report_progress(index + 1, len(paths))
-        return _result("\n---\n".join(parts))
+        return _text_answer("\n---\n".join(parts))
 
     # --- writing ----------------------------------------------------------------------------------
 
@@ -432,221 +474,6 @@ class FsTools:
     def _has_entries(self, path: str) -> bool:
         return self.sandbox.has_entries(path)
 
-    # --- listing ----------------------------------------------------------------------------------
-
-    async def _entries(self, path: str, *, largest_first: bool = False, sizes: bool = True) -> tuple[Location, list[Entry], list[str]]:
-        """One listing, cut at --max-entries. Names and kinds of a directory of at most
-        IN_LOOP_ENTRIES names and no links are read on the event loop (well under a millisecond,
-        less than the thread hop would cost); anything bigger, with a link to resolve (a chain of
-        links can cost thousands of opens) or with a stat per entry, in a thread (a directory can
-        hold 100,000 names)."""
-        cap = self.config.max_entries
-        listed = None
-        if not sizes:
-            try:
-                listed = self.sandbox.list_directory_page(path, limit=cap, sizes=False, most=IN_LOOP_ENTRIES)
-            except CostlyListing:
-                pass  # a big one, or one with links to resolve: read it all again, in a thread
-        if listed is None:
-            listed = await off_loop(
-                lambda stop: self.sandbox.list_directory_page(path, limit=cap, largest_first=largest_first, sizes=sizes))
-        location, entries, total = listed
-        notes = [f"[Truncated: showing {len(entries)} of {total} entries (--max-entries).]"] if total > cap else []
-        return location, entries, notes
-
-    async def list_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        # Names and kinds only (sizes are list_directory_with_sizes' job): no stat per entry.
-        _location, entries, notes = await self._entries(arguments["path"], sizes=False)
-        names = _labels([entry.name for entry in entries])
-        shown = [{"name": name, "type": entry.kind} for name, entry in zip(names, entries)]
-        body = "\n".join([f"{_TAG[entry.kind]} {name}" for name, entry in zip(names, entries)])
-        return _result(body, notes, entries=shown, truncated=bool(notes))
-
-    async def list_directory_with_sizes(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        _location, entries, notes = await self._entries(arguments["path"], largest_first=arguments.get("sortBy") == "size")
-        lines = [
-            f"{_TAG[e.kind]} {e.label.ljust(30)} {content.format_size(e.size).rjust(10) if e.kind == 'file' else ''}".rstrip()
-            for e in entries
-        ]
-        files = [e for e in entries if e.kind == "file"]
-        directories = sum(1 for e in entries if e.kind == "directory")
-        lines += ["", f"Total: {len(files)} files, {directories} directories",
-                  f"Combined size: {content.format_size(sum(e.size for e in files))}"]
-        return _result("\n".join(lines), notes, entries=[_entry_json(e) for e in entries], truncated=bool(notes))
-
-    async def directory_tree(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        excludes = _excludes(arguments.get("excludePatterns") or [])
-        max_depth = arguments.get("maxDepth")
-        cap = self.config.max_entries
-        location = self.sandbox.locate_directory(arguments["path"])
-
-        def build(stop: Stop) -> tuple[list[dict[str, Any]], int, bool]:
-            top: list[dict[str, Any]] = []
-            children: dict[tuple[str, ...], list[dict[str, Any]]] = {(): top}
-            count = walked = 0
-            excluding = bool(excludes.patterns)
-            walk = self.sandbox.walk(location, descend=lambda c: (max_depth is None or len(c) < max_depth)
-                                     and not excludes.excluded("/".join(c)), sizes=False)
-            try:
-                for components, entry in walk:
-                    # A cancellation is seen at the next entry, the clock read every STOP_EVERY.
-                    if stop.cancelled or not walked % STOP_EVERY and stop():
-                        if stop.timed_out:
-                            return top, count, True
-                        raise Stopped()
-                    walked += 1
-                    if excluding and excludes.excluded("/".join(components)):
-                        continue
-                    if count >= cap:
-                        return top, count, True
-                    node: dict[str, Any] = {"name": entry.label, "type": entry.kind}
-                    if entry.kind == "directory" and (max_depth is None or len(components) < max_depth):
-                        # A directory maxDepth keeps us out of gets no children list: [] would say "empty".
-                        node["children"] = children[components] = []
-                    children[components[:-1]].append(node)
-                    count += 1
-                    if count % 500 == 0:
-                        ctx.report_progress(count, message=f"{count} entries so far")
-            finally:
-                walk.close()
-            return top, count, False
-
-        tree, count, truncated = await off_loop(build, **self._limits(ctx))
-        # Compact JSON: the C encoder (indent= would fall back to the pure-Python one, 3x slower on
-        # big trees) and far fewer tokens in a model's context than an indented tree.
-        notes = [f"[Truncated: the tree stops after {count} entries (the --max-entries limit of {cap} or the "
-                 f"{self._limit_seconds(ctx):g} s time limit); use maxDepth, excludePatterns or a subdirectory.]"] if truncated else []
-        return _result(json.dumps(tree, ensure_ascii=False, separators=(",", ":")), notes, truncated=truncated, entries=count)
-
-    async def search_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        glob = _glob(arguments["pattern"])
-        excludes = _excludes(arguments.get("excludePatterns") or [])
-        cap = min(arguments.get("maxResults") or self.config.max_entries, self.config.max_entries)
-        location = self.sandbox.locate_directory(arguments["path"])
-
-        def search(stop: Stop) -> tuple[list[str], bool]:
-            found: list[str] = []  # relative paths as on disk; shown in full below
-            seen = 0
-            excluding = bool(excludes.patterns)
-            matches, suffixes = glob.matches, glob.suffixes
-            walk = self.sandbox.walk(location, descend=lambda c: not excludes.excluded("/".join(c))
-                                     and glob.could_match_below("/".join(c)), sizes=False)
-            try:
-                for components, entry in walk:
-                    # A cancellation is seen at the next entry, the clock read every STOP_EVERY.
-                    if stop.cancelled or not seen % STOP_EVERY and stop():
-                        if stop.timed_out:
-                            return found, True
-                        raise Stopped()
-                    seen += 1
-                    if not seen % 1000:  # every entry walked counts, matching or not
-                        ctx.report_progress(seen, message=f"{seen} entries searched, {len(found)} matches")
-                    if suffixes is not None and not entry.name.endswith(suffixes):
-                        continue  # cannot match: most names of a '**/*.py' search end here
-                    relative = "/".join(components)
-                    if not matches(relative) or excluding and excludes.excluded(relative):
-                        continue
-                    if len(found) >= cap:
-                        return found, True
-                    found.append(relative)
-            finally:
-                walk.close()
-            return found, False
-
-        found, truncated = await off_loop(search, **self._limits(ctx))
-        prefix = location.display.rstrip("/") + "/"  # as _join shows a path, without a Location per match
-        found = [prefix + relative for relative in _labels(found)]  # "/" is shown as itself
-        notes = [f"[Truncated: stopped after {len(found)} matches or the time limit; narrow the pattern or the directory.]"] \
-            if truncated else []
-        return _result("\n".join(found) if found else "No matches found", notes, matches=found, truncated=truncated)
-
-    async def grep_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        # Imported on first use, like the globs below: start-up does not pay for it.
-        from .patterns import GrepTimeout, compile_grep
-
-        try:
-            grep = compile_grep(arguments["pattern"], ignore_case=arguments.get("ignoreCase", False),
-                                literal=arguments.get("literal", False))
-        except ValueError as error:
-            raise ToolError(f"Invalid pattern: {error}") from None
-        glob = _glob(arguments["glob"]) if arguments.get("glob") else None
-        excludes = _excludes(arguments.get("excludePatterns") or [])
-        cap = min(arguments.get("maxResults") or self.config.max_entries, self.config.max_entries)
-        context_lines = arguments.get("contextLines", 0)
-        location = self.sandbox.locate_directory(arguments["path"])
-        max_file = self.config.max_media_bytes
-
-        skipped: list[str] = []  # files the regex engine ran out of memory on
-
-        def search(stop: Stop) -> tuple[list[dict[str, Any]], list[str], int, bool]:
-            matches: list[dict[str, Any]] = []
-            lines: list[str] = []
-            files = 0
-            walk = self.sandbox.walk(location, descend=lambda c: not excludes.excluded("/".join(c))
-                                     and (glob is None or glob.could_match_below("/".join(c))))
-            try:
-                for components, entry in walk:
-                    if stop():
-                        if stop.timed_out:
-                            return matches, lines, files, True
-                        raise Stopped()
-                    relative = "/".join(components)
-                    if entry.kind != "file" or entry.label != entry.name or excludes.excluded(relative):
-                        continue
-                    if glob is not None and not glob.matches(relative) or entry.size > max_file:
-                        continue
-                    try:
-                        with self.sandbox.open_file(_join(location, components)) as opened:
-                            data = opened.read_at(0, max_file)
-                    except FsError:
-                        continue
-                    if content.looks_binary(data[:SNIFF_BYTES]):
-                        continue
-                    files += 1
-                    try:
-                        if len(matches) >= cap:
-                            # Full: only learn whether anything was left out (so exactly cap matches
-                            # are not reported as cut), then stop at the first further match.
-                            if grep.search_lines(data, context=0, max_matches=1, deadline=stop.deadline).matches:
-                                return matches, lines, files, True
-                            continue
-                        result = grep.search_lines(data, context=context_lines, max_matches=cap - len(matches), deadline=stop.deadline)
-                    except GrepTimeout:
-                        return matches, lines, files, True
-                    except MemoryError:
-                        # Nested repetition over a huge line can need more memory than exists;
-                        # that file is skipped (and said so), the search goes on.
-                        skipped.append(_join(location, components))
-                        continue
-                    shown = _join(location, components)
-                    last_shown = None  # the last line of this file already printed
-                    for match in result.matches:
-                        first = match.line_number - len(match.before)
-                        # "--" between groups, as grep -C prints it: not between touching ones.
-                        if lines and context_lines and (last_shown is None or first > last_shown + 1):
-                            lines.append("--")
-                        lines += [f"{shown}-{first + i}- {line}" for i, line in enumerate(match.before)]
-                        lines.append(f"{shown}:{match.line_number}: {match.line}")
-                        lines += [f"{shown}-{match.line_number + 1 + i}- {line}" for i, line in enumerate(match.after)]
-                        last_shown = match.line_number + len(match.after)
-                        matches.append({"path": shown, "line": match.line_number, "text": match.line})
-                    if result.truncated:
-                        return matches, lines, files, True
-                    if files % 100 == 0:
-                        ctx.report_progress(files, message=f"{files} files searched, {len(matches)} matching lines")
-            finally:
-                walk.close()
-            return matches, lines, files, False
-
-        matches, lines, files, truncated = await off_loop(search, **self._limits(ctx))
-        notes = [f"[Stopped early: {len(matches)} matches shown (maxResults, --max-entries or the {self._limit_seconds(ctx):g} s time "
-                 f"limit); narrow the pattern, glob or directory.]"] if truncated else []
-        if skipped:
-            notes.append(f"[Skipped {len(skipped)} file(s) the pattern needed too much memory for, such as {skipped[0]}; "
-                         "simplify nested repetition like (a|aa)+.]")
-        body = "\n".join(lines) if lines else "No matches found"
-        return _result(body, notes, matches=matches, truncated=truncated, filesSearched=files)
-
     # --- information ------------------------------------------------------------------------------
 
     async def get_file_info(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
@@ -673,55 +500,10 @@ class FsTools:
 
 # --- helpers ---------------------------------------------------------------------------------------
 
-_TAG = content.LISTING_TAGS
-_ENTRIES_SCHEMA = {"type": "array", "items": {"type": "object", "properties": {
-    "name": {"type": "string"}, "type": {"type": "string"}, "size": {"type": "integer"}}, "required": ["name", "type"]}}
-_MATCHES_SCHEMA = {"type": "array", "items": {"type": "object", "properties": {
-    "path": {"type": "string"}, "line": {"type": "integer"}, "text": {"type": "string"}}, "required": ["path", "line", "text"]}}
-
-
-def _entry_json(entry: Entry) -> dict[str, Any]:
-    item: dict[str, Any] = {"name": entry.label, "type": entry.kind}
-    if entry.kind == "file":
-        item["size"] = entry.size
-    return item
-
-
-def _labels(names: list[str]) -> list[str]:
-    """``display_name`` of each name (or relative path). One check of them all, joined by "/"
-    (which ``display_name`` leaves alone), answers for the usual case where none needs an escape."""
-    joined = "/".join(names)
-    if display_name(joined) == joined:
-        return names
-    return [display_name(name) for name in names]
-
-
-def _join(location: Location, components: tuple[str, ...]) -> str:
-    return Location(location.root, location.parts + components).display
-
-
 def _iso(timestamp: float) -> str:
     from datetime import datetime, timezone
 
     return datetime.fromtimestamp(timestamp, timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _glob(pattern: str) -> Any:
-    from .patterns import compile_glob  # imported on first use (start-up time)
-
-    try:
-        return compile_glob(pattern)
-    except ValueError as error:
-        raise ToolError(f"Invalid glob pattern: {error}") from None
-
-
-def _excludes(patterns: list[str]) -> Any:
-    from .patterns import compile_excludes  # imported on first use (start-up time)
-
-    try:
-        return compile_excludes(patterns)
-    except ValueError as error:
-        raise ToolError(f"Invalid exclude pattern: {error}") from None
 
 
 def _utf8(value: str, what: str) -> bytes:
@@ -770,11 +552,12 @@ def _chunks(opened: OpenFile, limit: int) -> Iterator[bytes]:
         yield chunk
 
 
-def _line_window(opened: OpenFile, offset: int, limit: int | None, cap: int, stop: Stop) -> bytes:
-    """Lines ``[offset, offset + limit)`` of the file, streamed: at most ``cap`` bytes are kept."""
+def _line_window(opened: OpenFile, offset: int, limit: int | None, cap: int, stop: Stop,
+                 position: int = 0, line: int = 0) -> bytes:
+    """Lines ``[offset, offset + limit)`` of the file, streamed: at most ``cap`` bytes are kept.
+    ``position`` and ``line``: where to start reading, and how many lines ended before it (a
+    checkpoint of the file's line index; ``position`` may lie inside line number ``line``)."""
     kept = bytearray()
-    line = 0
-    position = 0
     size = opened.info.st_size
     end_line = None if limit is None else offset + limit
     while position < size:
@@ -799,3 +582,38 @@ def _line_window(opened: OpenFile, offset: int, limit: int | None, cap: int, sto
                 return bytes(kept)
         position += len(chunk)
     return bytes(kept)
+
+
+
+def _read_cue(tool: str, arguments: dict[str, Any], first: int | None, shown: int, total: int | None, size: int,
+              truncated: bool, partial: bool) -> str:
+    """The note of a read that is a window or was cut: the lines shown (1-based), of how many,
+    and the exact next call when lines are left. ``partial``: the page is the start of one line
+    longer than an answer holds."""
+    of = f" of {count(total)}" if total is not None else f" of a file of {count(size)} bytes whose lines were not all counted in time"
+    if not shown:
+        where = f"No lines shown: the window lies past the end of the file ({count(total) if total is not None else '?'} lines)"
+    elif first is None:
+        where = f"The last {count(shown)} lines shown{of}"
+    else:
+        where = f"Lines {count(first + 1)}-{count(first + shown)}{of}"
+    cut = f" (cut to fit this answer; the file has {count(size)} bytes)" if truncated and total is not None else \
+        " (cut to fit this answer)" if truncated else ""
+    if partial and first is not None:
+        cut += (f"; line {count(first + shown)} is longer than one answer holds, so only its start is shown "
+                "(grep_files finds text anywhere in it)")
+    if arguments.get("tail") is not None:
+        wanted = None if total is None else max(total - arguments["tail"], 0)
+        if truncated and first is not None and wanted is not None and wanted < first:
+            return f"[{where}{cut}. Earlier lines: {next_call(tool, arguments, tail=None, offset=wanted, limit=first - wanted)}]"
+        return f"[{where}{cut}.]"
+    first = first or 0
+    end = first + shown
+    asked = arguments.get("limit") if arguments.get("limit") is not None else arguments.get("head")
+    if not shown or total is not None and end >= total or not truncated and (asked is None or shown < asked):
+        return f"[{where}{cut}: the end of the file.]"
+    if not truncated:  # the asked-for window came whole: offer the next one of the same size
+        return f"[{where}. Next lines: {next_call(tool, arguments, head=None, offset=end, limit=asked)}]"
+    # A page as big as the one that fitted (not the rest of the asked-for window: that could
+    # shrink to a line per call).
+    return f"[{where}{cut}. Next page: {next_call(tool, arguments, head=None, offset=end, limit=shown)}]"

@@ -1220,14 +1220,15 @@ def test_search_files_reports_progress_while_walking_entries_that_do_not_match(
         edge_server: ServerProcess, edge_root: Path) -> None:
     arguments = {"path": str(edge_root / "many"), "pattern": "needle.txt"}  # 1000 entries before the match
     values, result = progress_of(edge_server, "search_files", arguments)
-    assert result["structuredContent"]["matches"] == [str(edge_root / "many" / "needle.txt")]
+    assert result["content"][0]["text"] == str(edge_root / "many" / "needle.txt")
     assert values and values == sorted(set(values))
 
 
 def test_grep_files_reports_progress_every_hundred_files_searched(edge_server: ServerProcess, edge_root: Path) -> None:
     values, result = progress_of(edge_server, "grep_files", {"path": str(edge_root / "many"), "pattern": "needle"})
-    assert result["structuredContent"]["filesSearched"] == 1001
+    assert result["content"][0]["text"].endswith("needle.txt:1: needle")
     assert values and values == sorted(set(values)) and all(value % 100 == 0 for value in values)
+    assert values[-1] == 1000  # 1001 files searched: progress every hundred
 
 
 @pytest.mark.req("FS-ENTRY-CAP")
@@ -1235,8 +1236,7 @@ def test_grep_files_with_max_results_reached_and_no_later_match_is_not_cut(
         edge_server: ServerProcess, edge_root: Path) -> None:
     result = succeeded(edge_server, "grep_files", {"path": str(edge_root / "cap_exact"), "pattern": "match",
                                                    "maxResults": 1})
-    assert result["structuredContent"]["truncated"] is False
-    assert [m["path"] for m in result["structuredContent"]["matches"]] == [str(edge_root / "cap_exact" / "a.txt")]
+    assert [block["text"] for block in result["content"]] == [f"{edge_root / 'cap_exact' / 'a.txt'}:1: match"]
 
 
 @pytest.mark.req("FS-ENTRY-CAP")
@@ -1244,15 +1244,13 @@ def test_grep_files_with_max_results_reached_and_a_match_in_a_later_file_is_cut(
         edge_server: ServerProcess, edge_root: Path) -> None:
     result = succeeded(edge_server, "grep_files", {"path": str(edge_root / "cap_more"), "pattern": "match",
                                                    "maxResults": 1})
-    assert result["structuredContent"]["truncated"] is True
-    assert [m["path"] for m in result["structuredContent"]["matches"]] == [str(edge_root / "cap_more" / "a.txt")]
-    assert "Stopped early" in result["content"][1]["text"]
+    assert result["content"][0]["text"] == f"{edge_root / 'cap_more' / 'a.txt'}:1: match"
+    assert result["content"][1]["text"].startswith("[Matching lines 1-1; more follow. Next page: grep_files ")
 
 
 def test_grep_files_skips_a_file_whose_path_is_too_long_to_open(edge_server: ServerProcess, edge_root: Path) -> None:
     result = succeeded(edge_server, "grep_files", {"path": str(edge_root / "long"), "pattern": "needle"})
-    assert [m["path"] for m in result["structuredContent"]["matches"]] == [str(edge_root / "long" / "short.txt")]
-    assert result["structuredContent"]["filesSearched"] == 1
+    assert [block["text"] for block in result["content"]] == [f"{edge_root / 'long' / 'short.txt'}:1: needle near"]
 
 
 def test_an_invalid_exclude_pattern_is_a_tool_error(edge_server: ServerProcess, edge_root: Path) -> None:
@@ -1282,24 +1280,22 @@ def test_edit_file_fences_a_diff_holding_backticks_with_a_longer_fence(
 def test_directory_tree_past_the_time_limit_answers_the_partial_tree_marked_truncated(
         hurried_server: ServerProcess, edge_root: Path) -> None:
     result = succeeded(hurried_server, "directory_tree", {"path": str(edge_root / "multi")})
-    assert result["structuredContent"]["truncated"] is True
     assert json.loads(result["content"][0]["text"]) == []  # the limit passed before the first entry
-    assert "time limit" in result["content"][1]["text"]
+    assert any("time limit" in block["text"] for block in result["content"][1:])
 
 
 def test_search_files_past_the_time_limit_answers_what_it_found_marked_truncated(
         hurried_server: ServerProcess, edge_root: Path) -> None:
     result = succeeded(hurried_server, "search_files", {"path": str(edge_root / "multi"), "pattern": "*.txt"})
-    assert result["structuredContent"]["truncated"] is True
-    assert "Truncated" in result["content"][1]["text"] and "time limit" in result["content"][1]["text"]
+    assert any(block["text"].startswith("[Stopped at the") and "time limit" in block["text"]
+               for block in result["content"][1:])
 
 
 @pytest.mark.req("FS-SEARCH-TIME-LIMIT")
 def test_grep_files_past_the_time_limit_between_files_answers_marked_truncated(
         hurried_server: ServerProcess, edge_root: Path) -> None:
     result = succeeded(hurried_server, "grep_files", {"path": str(edge_root / "multi"), "pattern": "0"})
-    assert result["structuredContent"]["truncated"] is True
-    assert "Stopped early" in result["content"][1]["text"]
+    assert any(block["text"].startswith("[Stopped at the") for block in result["content"][1:])
 
 
 def test_read_multiple_files_stops_adding_text_at_four_times_the_read_limit(
@@ -1309,8 +1305,7 @@ def test_read_multiple_files_stops_adding_text_at_four_times_the_read_limit(
     assert len(parts) == 5
     for path, part in zip(paths[:4], parts[:4]):
         assert part.startswith(f"{path}:\n0123456789\n")  # each cut at --max-read-bytes
-    assert parts[4].startswith(f"{paths[4]}:\n\n")  # the 40-byte budget is spent
-    assert "reached its total size limit" in parts[4]
+    assert parts[4] == f'{paths[4]}: [Not read: this answer is full. Read it with read_text_file {{"path": "{paths[4]}"}}]'
 
 
 @pytest.mark.req("FS-READ-CAP")
@@ -1318,8 +1313,8 @@ def test_head_asking_for_more_lines_than_the_read_limit_holds_is_cut_at_whole_li
         tight_server: ServerProcess, edge_root: Path) -> None:
     result = succeeded(tight_server, "read_text_file", {"path": str(edge_root / "numbers.txt"), "head": 15})
     assert result["content"][0]["text"] == "n1\nn2\nn3\n"
-    assert result["structuredContent"]["truncated"] is True
-    assert "first 9 bytes of the requested lines" in result["content"][1]["text"]
+    assert result["content"][1]["text"].startswith("[Lines 1-3 of ")
+    assert result["content"][1]["text"].endswith(f'"offset": 3, "limit": 3}}]')  # 12 more asked for; pages of 3 fit
 
 
 def test_edit_file_refuses_a_file_above_the_media_limit_and_leaves_it_alone(

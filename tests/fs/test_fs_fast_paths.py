@@ -26,7 +26,8 @@ from mcp_ref import Server
 from mcp_ref_fs import offload
 from mcp_ref_fs.config import Config
 from mcp_ref_fs.root import Entry, Sandbox, display_name
-from mcp_ref_fs.tools import FsTools, _labels
+from mcp_ref_fs.tools import FsTools
+from mcp_ref_fs.walks import _labels
 
 def _reference_display_name(name: str) -> str:
     """display_name's rule without its fast paths: always encode, then look at every character's
@@ -118,10 +119,10 @@ async def test_a_name_search_notices_its_time_limit_within_stop_every_entries(
     monkeypatch.setattr(sandbox, "walk", walk)
     ctx = types.SimpleNamespace(report_progress=lambda *args, **kwargs: True, task_id=None)
     result = await tools.search_files(ctx, {"path": str(root), "pattern": "*.txt"})  # type: ignore[arg-type]
-    assert result.structured_content["truncated"] is True
+    assert any(block["text"].startswith("[Stopped at the") for block in result.content[1:])
     # Polled at the first entry and then at entry STOP_EVERY + 1, where it stopped.
     assert len(consumed) == offload.STOP_EVERY + 1
-    assert result.structured_content["matches"] == [f"{root}/f{index:03d}.txt" for index in range(offload.STOP_EVERY)]
+    assert result.content[0]["text"].split("\n") == [f"{root}/f{index:03d}.txt" for index in range(offload.STOP_EVERY)]
 
 
 def test_a_cancellation_is_seen_without_reading_the_clock() -> None:

@@ -127,5 +127,5 @@ def test_grep_skips_a_file_the_regex_engine_runs_out_of_memory_on_and_says_so(tr
 
     monkeypatch.setattr(patterns.Grep, "search_lines", search_lines)
     result = asyncio.run(tools.grep_files(_Context(), {"path": str(tree), "pattern": "(a|b)+"}))
-    assert [m["path"] for m in result.structured_content["matches"]] == [str(tree / "b.txt")]
-    assert any("Skipped 1 file" in note and "a.txt" in note for note in result.structured_content["notes"])
+    assert [line.split(":")[0] for line in result.content[0]["text"].split("\n")] == [str(tree / "b.txt")]
+    assert any("Skipped 1 file" in block["text"] and "a.txt" in block["text"] for block in result.content[1:])

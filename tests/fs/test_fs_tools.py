@@ -72,6 +72,10 @@ def failure(server: ServerProcess, name: str, arguments: dict[str, Any] | None =
     return "\n".join(block["text"] for block in result["content"] if block["type"] == "text")
 
 
+TEXT_TOOLS = {"read_text_file", "read_file", "read_multiple_files", "list_directory", "list_directory_with_sizes",
+              "directory_tree", "search_files", "grep_files", "read_media_file"}
+
+
 def text_of(result: dict[str, Any]) -> str:
     assert result["content"][0]["type"] == "text", result
     return result["content"][0]["text"]
@@ -123,8 +127,8 @@ def test_every_tool_has_a_description_annotations_and_an_output_schema_except_me
         assert annotations["readOnlyHint"] is False and "destructiveHint" in annotations
     else:
         assert annotations["readOnlyHint"] is True
-    if name == "read_media_file":
-        assert "outputSchema" not in tool
+    if name in TEXT_TOOLS:
+        assert "outputSchema" not in tool  # FS-TEXT-ONCE: the text reaches the model once
     else:
         assert tool["outputSchema"]["type"] == "object" and "content" in tool["outputSchema"]["required"]
 
@@ -164,12 +168,15 @@ MUTATING_CALLS = [
 ]
 
 
-@pytest.mark.req("TOOLS-OUTPUT-SCHEMA-CONFORMS", "FS-TEXT-IS-STRUCTURED-CONTENT")
+@pytest.mark.req("TOOLS-OUTPUT-SCHEMA-CONFORMS", "FS-TEXT-IS-STRUCTURED-CONTENT", "FS-TEXT-ONCE")
 @pytest.mark.parametrize(("name", "arguments"), READ_ONLY_CALLS, ids=[c[0] for c in READ_ONLY_CALLS])
-def test_structured_content_carries_the_text_block_as_content(fs_server: ServerProcess, fs_tree: Tree, name: str,
-                                                              arguments: Callable[[Tree], dict[str, Any]]) -> None:
+def test_text_tools_send_their_text_once_and_the_others_mirror_it_in_structured_content(
+        fs_server: ServerProcess, fs_tree: Tree, name: str, arguments: Callable[[Tree], dict[str, Any]]) -> None:
     result = ok(fs_server, name, arguments(fs_tree))
-    assert result["structuredContent"]["content"] == text_of(result)
+    if name in TEXT_TOOLS:
+        assert "structuredContent" not in result and text_of(result)
+    else:
+        assert result["structuredContent"]["content"] == text_of(result)
 
 
 @pytest.mark.req("TOOLS-OUTPUT-SCHEMA-CONFORMS", "FS-TEXT-IS-STRUCTURED-CONTENT")
@@ -187,8 +194,7 @@ def test_structured_content_of_changing_tools_carries_the_text_block_as_content(
 def test_read_text_file_returns_the_whole_file(fs_server: ServerProcess, fs_tree: Tree) -> None:
     result = ok(fs_server, "read_text_file", {"path": fs_tree.arg("hello.txt")})
     assert text_of(result) == "hello world\nsecond line\nthird line\n"
-    assert result["structuredContent"]["truncated"] is False
-    assert result["structuredContent"]["totalBytes"] == len("hello world\nsecond line\nthird line\n")
+    assert notes_of(result) == []  # a whole file needs no cue
 
 
 @pytest.mark.req("FS-TOOL-NAMES-COMPATIBLE")
@@ -255,9 +261,9 @@ def test_a_big_file_is_cut_at_max_read_bytes_with_a_note_naming_its_size(small_r
     assert body.startswith("line 000001\nline 000002\n")
     assert body.count("\n") == len(body) // 12  # whole lines only
     (note,) = notes_of(result)
-    assert str(BIG_SIZE) in note and "Truncated" in note
-    assert result["structuredContent"]["truncated"] is True
-    assert result["structuredContent"]["totalBytes"] == BIG_SIZE
+    shown = body.count("\n")
+    assert f"{BIG_SIZE:,} bytes" in note and f"Lines 1-{shown:,} of {BIG_LINES:,} (cut to fit this answer" in note
+    assert note.endswith(f'Next page: read_text_file {{"path": "{fs_tree.arg("big.txt")}", "offset": {shown}, "limit": {shown}}}]')
 
 
 @pytest.mark.req("FS-READ-CAP")
@@ -268,7 +274,10 @@ def test_a_tail_longer_than_max_read_bytes_keeps_the_last_lines(small_read_serve
     assert body.endswith(f"line {BIG_LINES:06d}\n")
     assert body.startswith("line ")  # starts at a line boundary
     (note,) = notes_of(result)
-    assert str(BIG_SIZE) in note and "first" not in note
+    shown = body.count("\n")
+    assert f"{BIG_SIZE:,} bytes" in note and f"Lines {BIG_LINES - shown + 1:,}-{BIG_LINES:,} of {BIG_LINES:,}" in note
+    wanted = BIG_LINES - 200_000  # where the asked-for tail begins: the earlier lines are those up to the cut
+    assert f'"offset": {wanted}, "limit": {BIG_LINES - shown - wanted}' in note
 
 
 @pytest.mark.req("FS-READ-CAP")
@@ -276,7 +285,10 @@ def test_a_head_window_beyond_max_read_bytes_is_cut_too(small_read_server: Serve
     result = ok(small_read_server, "read_text_file", {"path": fs_tree.arg("big.txt"), "offset": 1000, "limit": 5000})
     body = text_of(result)
     assert body.startswith("line 001001\n") and len(body) <= 1000
-    assert result["structuredContent"]["truncated"] is True
+    shown = body.count("\n")
+    (note,) = notes_of(result)
+    assert f"Lines 1,001-{1000 + shown:,} of {BIG_LINES:,} (cut" in note
+    assert f'"offset": {1000 + shown}, "limit": {shown}' in note
 
 
 @pytest.mark.req("FS-READ-CAP")
@@ -285,7 +297,8 @@ def test_a_cut_never_splits_a_multibyte_character(fresh_tree: Tree, start_fs: St
     server = start_fs(fresh_tree.root, options=("--max-read-bytes", "1001"))
     result = ok(server, "read_text_file", {"path": fresh_tree.arg("accents.txt")})
     assert text_of(result) == "é" * 500
-    assert result["structuredContent"]["truncated"] is True
+    (note,) = notes_of(result)
+    assert "Lines 1-1 of 1 (cut" in note and "line 1 is longer than one answer holds" in note
 
 
 @pytest.mark.req("FS-BINARY-REFUSED")
@@ -303,7 +316,7 @@ def test_read_text_file_refuses_invalid_utf8(fs_server: ServerProcess, fs_tree: 
 @pytest.mark.req("FS-BINARY-REFUSED")
 def test_invalid_utf8_beyond_the_sniffed_start_is_refused_too(fresh_tree: Tree, start_fs: Start) -> None:
     (fresh_tree / "late.txt").write_bytes(b"fine text line\n" * 1000 + b"\xff\xfe broken\n")
-    server = start_fs(fresh_tree.root)
+    server = start_fs(fresh_tree.root, options=("--max-answer-bytes", "100000"))  # one page holds it all
     assert "UTF-8" in failure(server, "read_text_file", {"path": fresh_tree.arg("late.txt")})
 
 
@@ -382,14 +395,17 @@ def test_read_text_file_outside_the_root_is_access_denied_and_reveals_nothing(
 @pytest.mark.req("FS-MEDIA-TYPES")
 def test_read_media_file_returns_a_png_as_an_image_block_with_the_exact_bytes(fs_server: ServerProcess,
                                                                                fs_tree: Tree) -> None:
-    (block,) = ok(fs_server, "read_media_file", {"path": fs_tree.arg("image.png")})["content"]
+    (block, about) = ok(fs_server, "read_media_file", {"path": fs_tree.arg("image.png")})["content"]
     assert block["type"] == "image" and block["mimeType"] == "image/png"
     assert base64.b64decode(block["data"]) == tiny_png()
+    assert about == {"type": "text", "text": f"{fs_tree.arg('image.png')}: image/png, {len(tiny_png())} bytes, sent as an "
+                                             "image block. If it does not reach you, the host did not pass it on."}
 
 
 @pytest.mark.req("FS-MEDIA-TYPES")
 def test_read_media_file_returns_a_wav_as_an_audio_block(fs_server: ServerProcess, fs_tree: Tree) -> None:
-    (block,) = ok(fs_server, "read_media_file", {"path": fs_tree.arg("sound.wav")})["content"]
+    (block, about) = ok(fs_server, "read_media_file", {"path": fs_tree.arg("sound.wav")})["content"]
+    assert "sent as audio block" in about["text"]
     assert block["type"] == "audio" and block["mimeType"] in ("audio/wav", "audio/x-wav", "audio/wave")
     assert base64.b64decode(block["data"]) == wav_bytes()
 
@@ -397,7 +413,8 @@ def test_read_media_file_returns_a_wav_as_an_audio_block(fs_server: ServerProces
 @pytest.mark.req("FS-MEDIA-TYPES")
 def test_read_media_file_returns_other_binaries_as_an_embedded_blob_resource(fs_server: ServerProcess,
                                                                               fs_tree: Tree) -> None:
-    (block,) = ok(fs_server, "read_media_file", {"path": fs_tree.arg("random.bin")})["content"]
+    (block, about) = ok(fs_server, "read_media_file", {"path": fs_tree.arg("random.bin")})["content"]
+    assert "application/octet-stream" in about["text"] and "sent as an embedded resource block" in about["text"]
     assert block["type"] == "resource"
     resource = block["resource"]
     assert resource["uri"].startswith("file://") and resource["uri"].endswith("/random.bin")
@@ -726,8 +743,7 @@ def test_list_directory_is_cut_at_max_entries_with_a_note(fs_tree: Tree, start_f
     result = ok(server, "list_directory", {"path": str(fs_tree.root)})
     assert len(text_of(result).split("\n")) == 5
     (note,) = notes_of(result)
-    assert "Truncated" in note and "5 of" in note
-    assert result["structuredContent"]["truncated"] is True and len(result["structuredContent"]["entries"]) == 5
+    assert note.startswith("[Entries 1-5 of ") and note.endswith(f'list_directory {{"path": "{fs_tree.root}", "start": 5}}]')
 
 
 def test_list_directory_of_a_file_is_a_tool_error(fs_server: ServerProcess, fs_tree: Tree) -> None:
@@ -751,10 +767,9 @@ def test_list_directory_with_sizes_sorts_by_name_and_ends_with_totals(fs_server:
 
 def test_list_directory_with_sizes_sorts_by_size_largest_first(fs_server: ServerProcess, fs_tree: Tree) -> None:
     result = ok(fs_server, "list_directory_with_sizes", {"path": str(fs_tree.root), "sortBy": "size"})
-    entries = result["structuredContent"]["entries"]
-    files = [e for e in entries if e["type"] == "file"]
-    assert files[0]["name"] == "big.txt" and text_of(result).startswith("[FILE] big.txt")
-    sizes = [e["size"] for e in files]
+    files = [line for line in text_of(result).split("\n") if line.startswith("[FILE] ")]
+    assert files[0].startswith("[FILE] big.txt")
+    sizes = [(fs_tree / line.split()[1]).stat().st_size for line in files]
     assert sizes == sorted(sizes, reverse=True)
     assert "Combined size: 3.00 MB" in text_of(result)
 
@@ -831,9 +846,8 @@ def test_directory_tree_is_cut_at_max_entries_with_a_note(fs_tree: Tree, start_f
     server = start_fs(fs_tree.root, options=("--max-entries", "5"))
     tree, result = tree_of(server, str(fs_tree.root))
     assert len(flatten(tree)) == 5
-    (note,) = notes_of(result)
-    assert "Truncated" in note and "5" in note
-    assert result["structuredContent"] == {**result["structuredContent"], "truncated": True, "entries": 5}
+    note = notes_of(result)[0]
+    assert note.startswith("[Entries 1-5 of ") and note.endswith(f'directory_tree {{"path": "{fs_tree.root}", "start": 5}}]')
 
 
 @pytest.mark.req("FS-LINKS-NOT-ENTERED")
@@ -920,20 +934,20 @@ def test_search_files_matches_globs_against_paths_relative_to_the_search_directo
 @pytest.mark.req("FS-GLOB-RELATIVE")
 def test_search_files_returns_full_paths(fs_server: ServerProcess, fs_tree: Tree) -> None:
     result = ok(fs_server, "search_files", {"path": fs_tree.arg("nested"), "pattern": "*.py"})
-    assert result["structuredContent"]["matches"] == [fs_tree.arg("nested/code.py")]
+    assert text_of(result) == fs_tree.arg("nested/code.py") and notes_of(result) == []
 
 
 @pytest.mark.req("FS-GLOB-RELATIVE")
 def test_search_files_without_a_match_says_no_matches_found(fs_server: ServerProcess, fs_tree: Tree) -> None:
     result = ok(fs_server, "search_files", {"path": str(fs_tree.root), "pattern": "**/*.nothing"})
-    assert text_of(result) == "No matches found" and result["structuredContent"]["matches"] == []
+    assert text_of(result) == "No matches found"
 
 
 @pytest.mark.req("FS-ENTRY-CAP")
 def test_search_files_stops_at_max_results_with_a_note(fs_server: ServerProcess, fs_tree: Tree) -> None:
     result = ok(fs_server, "search_files", {"path": str(fs_tree.root), "pattern": "**/*", "maxResults": 3})
-    assert len(result["structuredContent"]["matches"]) == 3
-    assert result["structuredContent"]["truncated"] is True and "Truncated" in notes_of(result)[0]
+    assert len(text_of(result).split("\n")) == 3
+    assert notes_of(result)[0].startswith("[Matches 1-3 of ") and '"maxResults": 3, "start": 3}]' in notes_of(result)[0]
 
 
 def test_search_files_with_an_invalid_glob_is_a_tool_error(fs_server: ServerProcess, fs_tree: Tree) -> None:
@@ -1010,21 +1024,21 @@ def test_grep_files_separates_groups_of_different_files(fs_server: ServerProcess
 def test_grep_files_stops_at_max_results_with_a_note(fs_server: ServerProcess, fs_tree: Tree) -> None:
     result = grep(fs_server, fs_tree, "^n", glob="numbers.txt", maxResults=3)
     assert text_of(result).split("\n") == [fs_tree.arg("numbers.txt") + f":{i}: n{i}" for i in (1, 2, 3)]
-    assert result["structuredContent"]["truncated"] is True and "Stopped early" in notes_of(result)[0]
+    assert notes_of(result)[0].startswith("[Matching lines 1-3; more follow. Next page: grep_files ")
+    assert notes_of(result)[0].endswith('"maxResults": 3, "start": 3}]')
 
 
 @pytest.mark.req("FS-ENTRY-CAP")
 def test_grep_files_with_exactly_max_results_matches_is_not_cut(fs_server: ServerProcess, fs_tree: Tree) -> None:
     result = grep(fs_server, fs_tree, "^n1[0-2]$", glob="numbers.txt", maxResults=3)
-    assert len(result["structuredContent"]["matches"]) == 3
-    assert result["structuredContent"]["truncated"] is False and notes_of(result) == []
+    assert len(text_of(result).split("\n")) == 3 and notes_of(result) == []
 
 
 @pytest.mark.req("FS-BINARY-REFUSED")
 def test_grep_files_skips_binary_files(fs_server: ServerProcess, fs_tree: Tree) -> None:
     assert (fs_tree / "image.png").read_bytes().find(b"IHDR") > 0
     result = grep(fs_server, fs_tree, "IHDR")
-    assert text_of(result) == "No matches found" and result["structuredContent"]["matches"] == []
+    assert text_of(result) == "No matches found"
 
 
 def test_grep_files_with_an_invalid_regex_is_a_tool_error(fs_server: ServerProcess, fs_tree: Tree) -> None:
@@ -1040,8 +1054,7 @@ def test_grep_files_stops_a_pathological_regex_at_the_time_limit(fresh_tree: Tre
                                                       "glob": "aaa.txt"}, timeout=15))
     assert time.monotonic() - started < 15
     assert not result.get("isError"), result
-    assert result["structuredContent"]["truncated"] is True
-    assert "Stopped early" in notes_of(result)[0] and "time" in notes_of(result)[0]
+    assert any(note.startswith("[Stopped at the 1 s time limit") for note in notes_of(result)), notes_of(result)
 
 
 # --- get_file_info / list_allowed_directories -------------------------------------------------------
@@ -1288,7 +1301,7 @@ def wide_tree(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 @pytest.mark.req("PROG-TOKEN-ECHOED", "PROG-INCREASING")
 def test_directory_tree_of_a_big_tree_reports_progress_before_its_result(wide_tree: Path, start_fs: Start) -> None:
-    server = start_fs(wide_tree, options=("--max-entries", "10000"))
+    server = start_fs(wide_tree, options=("--max-entries", "10000", "--max-answer-bytes", "10000000"))
     request = tool_call(next(_ids), "directory_tree", {"path": str(wide_tree)}, progress_token="tree-1")
     server.send(request)
     messages = server.read_until(lambda m: is_response(m, request["id"]), timeout=20)
@@ -1297,7 +1310,7 @@ def test_directory_tree_of_a_big_tree_reports_progress_before_its_result(wide_tr
     assert all(m["params"]["progressToken"] == "tree-1" for m in progress)
     values = [m["params"]["progress"] for m in progress]
     assert values == sorted(set(values))
-    assert result_of(messages[-1])["structuredContent"]["entries"] == 3030
+    assert len(flatten(json.loads(text_of(result_of(messages[-1]))))) == 3030
 
 
 @pytest.fixture(scope="module")

@@ -1,0 +1,186 @@
+"""Answers that fit the host: the answer budget, and the cues that say how to get the rest.
+
+Hosts cut what a tool returns before their model sees it, each in its own way (measured with
+the pinned hosts, see docs/filesystem-server.md "Answers that fit the host"):
+
+==================== ================= ==================================================
+client (clientInfo)   budget (bytes)    why
+==================== ================= ==================================================
+``claude-code``       40,000            past ~12,500 estimated tokens it counts, past 25,000
+                                        it saves the result to a file and shows a notice
+``codex-mcp-client``  10,000            keeps ~12 KB: the first ~6 KB and the last ~6 KB
+``gemini-cli-mcp-     32,000            cuts a one-part result to its first 8,000 and last
+client``                                32,000 characters
+``copilot-cli``       40,000            saves a result of ~75 KB or more to a temporary
+                                        file and shows its first 10 lines
+anyone else           10,000            the smallest of the above: it fits every known host
+==================== ================= ==================================================
+
+The budget bounds the UTF-8 bytes of every text block of one answer together (the text the
+model reads; the tools that carry text have no ``structuredContent``, so nothing is sent
+twice). ``--max-answer-bytes N`` sets it for every client instead. Bytes are a safe measure for
+hosts that count characters (a UTF-8 byte count is never below the UTF-16 length) or estimate
+tokens at four characters each.
+
+The cue of a cut answer names what was shown and the exact arguments of the next call, as
+JSON, so a model can continue where the cut fell; :func:`next_call` writes it.
+"""
+
+from __future__ import annotations
+
+import json
+from array import array
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any, Callable
+
+from mcp_ref import ToolResult, text
+
+if TYPE_CHECKING:
+    import os
+
+from .config import MIN_ANSWER_BYTES
+
+DEFAULT_ANSWER_BYTES = 10_000
+HOST_ANSWER_BYTES = {
+    "claude-code": 40_000,
+    "codex-mcp-client": 10_000,
+    "gemini-cli-mcp-client": 32_000,
+    "copilot-cli": 40_000,
+}
+CUE_BYTES = 600  # kept free of data for the cue blocks, beyond the arguments they repeat
+
+
+def text_answer(body: str, notes: list[str] | None = None) -> ToolResult:
+    """The answer of a tool that carries text: the data in the first block, each note (cues,
+    what was skipped) in a block of its own, and no ``structuredContent``: hosts that prefer it
+    (Codex, many SDK clients) would show their model metadata only, or a second copy of the text,
+    and hosts that count both (Copilot CLI) would spend half their room on the copy."""
+    return ToolResult([text(body)] + [text(note) for note in notes or ()])
+
+
+# Hosts measured to pass no image or audio block of a tool result to their model: GitHub Copilot
+# CLI 1.0.102 sent an empty tool message in its place (chat completions, responses and anthropic
+# providers alike), where Claude Code, Codex and Gemini CLI passed the image on.
+HOSTS_WITHOUT_MEDIA = {"copilot-cli": "GitHub Copilot CLI"}
+
+
+def media_note(path: str, mime: str, size: int, kind: str, client_info: dict[str, Any] | None) -> str:
+    """The text beside a media block: what the file is, so a model whose host dropped the block
+    still learns it, and, for a host known to drop such blocks, that it did."""
+    note = f"{path}: {mime}, {count(size)} bytes, sent as {kind} block."
+    name = client_info.get("name") if isinstance(client_info, dict) else None
+    host = HOSTS_WITHOUT_MEDIA.get(name) if isinstance(name, str) else None
+    if host and kind != "an embedded resource":
+        note += f" {host} passes no image or audio from a tool to its model, so this line is all of it that reaches you."
+    else:
+        note += " If it does not reach you, the host did not pass it on."
+    return note
+
+
+def answer_budget(configured: int | None, client_info: dict[str, Any] | None) -> int:
+    """The byte budget of one answer: ``--max-answer-bytes`` when given, else the budget
+    measured for the client that said who it is, else the conservative default."""
+    if configured is not None:
+        return configured
+    name = client_info.get("name") if isinstance(client_info, dict) else None
+    return HOST_ANSWER_BYTES.get(name, DEFAULT_ANSWER_BYTES) if isinstance(name, str) else DEFAULT_ANSWER_BYTES
+
+
+def data_budget(budget: int, arguments: dict[str, Any]) -> int:
+    """What an answer may spend on data: the budget less room for cues repeating ``arguments``."""
+    return max(budget - CUE_BYTES - 2 * len(call_arguments(arguments).encode("utf-8")), MIN_ANSWER_BYTES // 2)
+
+
+def call_arguments(arguments: dict[str, Any], **changes: Any) -> str:
+    """``arguments`` with ``changes`` applied (None removes a key), as compact JSON."""
+    merged = {**arguments, **changes}
+    return json.dumps({key: value for key, value in merged.items() if value is not None}, ensure_ascii=False,
+                      separators=(", ", ": "))
+
+
+def next_call(tool: str, arguments: dict[str, Any], **changes: Any) -> str:
+    """The exact next call, as a model would write it: ``tool {"path": ..., "start": 40}``."""
+    return f"{tool} {call_arguments(arguments, **changes)}"
+
+
+def count(number: int) -> str:
+    """A count as people read it: 40,000."""
+    return f"{number:,}"
+
+
+def fit_lines(lines: list[str], start: int, room: int) -> int:
+    """How many of ``lines[start:]`` fit in ``room`` bytes, each with its newline (at least one
+    when any is left, so a page always moves forward)."""
+    used = 0
+    end = start
+    for line in lines[start:]:
+        used += len(line.encode("utf-8")) + 1
+        if used > room and end > start:
+            break
+        end += 1
+    return end - start
+
+
+# --- line counts and where lines start ------------------------------------------------------------
+
+INDEX_CHUNK = 1024 * 1024  # one checkpoint per MiB: a window read scans at most this much to find its start
+_INDEXES: OrderedDict[tuple[int, int, int, int], LineIndex] = OrderedDict()
+MAX_INDEXES = 16  # files remembered (a model pages through one or two at a time)
+
+
+class LineIndex:
+    """How many lines a file has, and, per MiB, how many lines ended before that byte: so a
+    window at line 39,000 of a 2 MB file starts reading near it, not from the top. Built once per
+    file version (device, inode, size, modification time) and kept for the next pages."""
+
+    __slots__ = ("lines", "ends_before", "complete")
+
+    def __init__(self) -> None:
+        self.lines = 0  # newlines seen, plus one for a last line without its newline
+        self.ends_before = array("q")  # [k]: newlines before byte k * INDEX_CHUNK
+        self.complete = False
+
+    def start_of(self, line: int) -> tuple[int, int]:
+        """``(byte, lines before it)`` of the last checkpoint whose partial first line lies
+        before ``line`` (0-based): reading from there reaches ``line`` within one chunk."""
+        ends = self.ends_before
+        low, high = 0, len(ends) - 1
+        while low < high:  # the last k with ends[k] < line (k = 0 is always one: ends[0] == 0)
+            middle = (low + high + 1) // 2
+            if ends[middle] < line:
+                low = middle
+            else:
+                high = middle - 1
+        return low * INDEX_CHUNK, ends[low] if ends else 0
+
+
+def line_index(info: os.stat_result, read_at: Callable[[int, int], bytes], stop: Callable[[], bool]) -> LineIndex:
+    """The file's :class:`LineIndex` (cached per version); ``complete`` is False when ``stop``
+    ended the count early (the caller then says the line count is unknown)."""
+    key = (info.st_dev, info.st_ino, info.st_size, info.st_mtime_ns)
+    index = _INDEXES.get(key)
+    if index is not None:
+        _INDEXES.move_to_end(key)
+        return index
+    index = LineIndex()
+    newlines = 0
+    position = 0
+    last = b""
+    while True:
+        if stop():
+            return index
+        chunk = read_at(position, INDEX_CHUNK)
+        if not chunk:
+            break
+        index.ends_before.append(newlines)
+        newlines += chunk.count(b"\n")
+        last = chunk[-1:]
+        position += len(chunk)
+        if len(chunk) < INDEX_CHUNK:
+            break
+    index.lines = newlines + (1 if last and last != b"\n" else 0)
+    index.complete = True
+    _INDEXES[key] = index
+    if len(_INDEXES) > MAX_INDEXES:
+        _INDEXES.popitem(last=False)
+    return index

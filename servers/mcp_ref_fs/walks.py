@@ -1,0 +1,452 @@
+"""The tools that list: list_directory(_with_sizes), directory_tree, search_files, grep_files.
+
+Each answer is one page: at most --max-entries entries (or ``maxResults``) and at most the
+answer budget (:mod:`.answers`) in bytes. A page that does not hold everything ends with a note
+saying which entries it shows, of how many, and the exact next call: the same arguments with
+``start``, the number of entries (matching lines, for grep) to skip. The order is stable (by
+name; trees and searches depth first), so pages join up while the directory does not change.
+
+Trees and searches skip VCS metadata and what ``.gitignore`` files exclude (:mod:`.ignore`)
+unless ``includeIgnored`` is true, and say how many entries they skipped; a listing of one
+directory shows everything.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import TYPE_CHECKING, Any
+
+from mcp_ref import ToolError, ToolResult
+
+from . import content
+from .answers import count, data_budget, fit_lines, next_call
+from .answers import text_answer as _text_answer
+from .offload import STOP_EVERY, Stop, Stopped, off_loop
+from .root import CostlyListing, Entry, FsError, Location, display_name
+
+if TYPE_CHECKING:
+    from mcp_ref import RequestContext, Server
+
+    from .config import Config
+    from .ignore import Ignorer
+    from .root import Sandbox
+
+SNIFF_BYTES = 8192
+IN_LOOP_ENTRIES = 1000  # directories listed on the event loop hold at most this many names (see _entries)
+_TAG = content.LISTING_TAGS
+# Compact JSON of one tree node without its name: what each node adds to the tree's text at most.
+_NODE_BYTES = {kind: len(json.dumps({"name": "", "type": kind}, separators=(",", ":"))) + 1
+               for kind in ("file", "directory", "symlink", "other")}
+_CHILDREN_BYTES = len(',"children":[]')
+
+
+def _page_note(tool: str, arguments: dict[str, Any], what: str, start: int, shown: int, total: int | None,
+               more: bool, order: str = "") -> str | None:
+    """The cue of a page of entries: which were shown (``order`` says how they are counted), of
+    how many, and the next call. None when the answer holds everything."""
+    if total is not None and start >= total and not shown:
+        return f"[No {what} from start {count(start)}: there are {count(total)}.]"
+    if not more and start == 0:
+        return None  # everything, in one answer
+    of = f" of {count(total)}" if total is not None else ""
+    shown_part = f"{what.capitalize()} {count(start + 1)}-{count(start + shown)}{of}{order}" if shown \
+        else f"No {what} shown{of}"
+    if not more:
+        return f"[{shown_part}: the last of them.]"
+    follow = "" if total is not None else "; more follow"
+    return f"[{shown_part}{follow}. Next page: {next_call(tool, arguments, start=start + shown)}]"
+
+
+def _skipped_note(ignorer: Ignorer | None) -> list[str]:
+    if ignorer is None or not ignorer.skipped:
+        return []
+    return [f"[Skipped {count(ignorer.skipped)} ignored entries: VCS metadata (.git and the like) and what .gitignore "
+            "files exclude; an ignored directory counts once and is not entered. includeIgnored: true includes them.]"]
+
+
+class WalkTools:
+    """The listing tools of :class:`.tools.FsTools` (a mixin: it holds the sandbox and config)."""
+
+    server: Server
+    sandbox: Sandbox
+    config: Config
+
+    def _budget(self, ctx: RequestContext) -> int:  # pragma: no cover - defined by FsTools
+        raise NotImplementedError
+
+    def _limits(self, ctx: RequestContext) -> dict[str, Any]:  # pragma: no cover - defined by FsTools
+        raise NotImplementedError
+
+    def _limit_seconds(self, ctx: RequestContext) -> float:  # pragma: no cover - defined by FsTools
+        raise NotImplementedError
+
+    def _ignorer(self, arguments: dict[str, Any], location: Location) -> Ignorer | None:
+        if arguments.get("includeIgnored"):
+            return None
+        from .ignore import Ignorer  # imported on first use (it brings pathspec when a .gitignore is found)
+
+        ignorer = Ignorer(self.sandbox)
+        ignorer.load_above(location)
+        return ignorer
+
+    # --- one directory ----------------------------------------------------------------------------
+
+    async def _entries(self, path: str, start: int, *, largest_first: bool = False,
+                       sizes: bool = True) -> tuple[Location, list[Entry], int]:
+        """Up to --max-entries entries from the ``start``-th on, and how many there are. Names and
+        kinds of a directory of at most IN_LOOP_ENTRIES names and no links are read on the event
+        loop (well under a millisecond, less than the thread hop would cost); anything bigger,
+        with a link to resolve (a chain of links can cost thousands of opens) or with a stat per
+        entry, in a thread (a directory can hold 100,000 names)."""
+        cap = self.config.max_entries
+        listed = None
+        if not sizes:
+            try:
+                listed = self.sandbox.list_directory_page(path, limit=cap, sizes=False, most=IN_LOOP_ENTRIES, start=start)
+            except CostlyListing:
+                pass  # a big one, or one with links to resolve: read it all again, in a thread
+        if listed is None:
+            listed = await off_loop(lambda stop: self.sandbox.list_directory_page(
+                path, limit=cap, largest_first=largest_first, sizes=sizes, start=start))
+        return listed
+
+    async def list_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
+        # Names and kinds only (sizes are list_directory_with_sizes' job): no stat per entry.
+        start = arguments.get("start", 0)
+        _location, entries, total = await self._entries(arguments["path"], start, sizes=False)
+        names = _labels([entry.name for entry in entries])
+        lines = [f"{_TAG[entry.kind]} {name}" for name, entry in zip(names, entries)]
+        shown = fit_lines(lines, 0, data_budget(self._budget(ctx), arguments)) if lines else 0
+        note = _page_note("list_directory", arguments, "entries", start, shown, total, start + shown < total)
+        return _text_answer("\n".join(lines[:shown]), [note] if note else [])
+
+    async def list_directory_with_sizes(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
+        start = arguments.get("start", 0)
+        _location, entries, total = await self._entries(arguments["path"], start,
+                                                        largest_first=arguments.get("sortBy") == "size")
+        lines = [
+            f"{_TAG[e.kind]} {e.label.ljust(30)} {content.format_size(e.size).rjust(10) if e.kind == 'file' else ''}".rstrip()
+            for e in entries
+        ]
+        shown = fit_lines(lines, 0, data_budget(self._budget(ctx), arguments) - 120) if lines else 0
+        entries = entries[:shown]
+        files = [e for e in entries if e.kind == "file"]
+        directories = sum(1 for e in entries if e.kind == "directory")
+        whole = start == 0 and shown == total
+        lines = lines[:shown] + ["", f"Total{'' if whole else ' of the entries shown'}: {len(files)} files, {directories} directories",
+                                 f"Combined size: {content.format_size(sum(e.size for e in files))}"]
+        note = _page_note("list_directory_with_sizes", arguments, "entries", start, shown, total, start + shown < total)
+        return _text_answer("\n".join(lines), [note] if note else [])
+
+    # --- trees and searches -----------------------------------------------------------------------
+
+    async def directory_tree(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
+        excludes = _excludes(arguments.get("excludePatterns") or [])
+        max_depth = arguments.get("maxDepth")
+        start = arguments.get("start", 0)
+        cap = self.config.max_entries
+        location = self.sandbox.locate_directory(arguments["path"])
+        room = data_budget(self._budget(ctx), arguments) - 2  # the outer []
+        ignorer = self._ignorer(arguments, location)
+
+        def build(stop: Stop) -> tuple[list[dict[str, Any]], int, int, bool]:
+            """The page's tree, how many entries it shows, how many the whole tree has, and
+            whether the walk was stopped by the time limit (the total is then a lower bound)."""
+            top: list[dict[str, Any]] = []
+            children: dict[tuple[str, ...], list[dict[str, Any]]] = {(): top}
+            total = shown = walked = 0
+            used = 0
+            full = False
+            excluding = bool(excludes.patterns)
+            pruned: list[tuple[str, ...] | None] = [None]
+
+            def descend(components: tuple[str, ...]) -> bool:
+                return components != pruned[0] and (max_depth is None or len(components) < max_depth) \
+                    and not excludes.excluded("/".join(components))
+
+            walk = self.sandbox.walk(location, descend=descend, sizes=False,
+                                     entering=ignorer.entering if ignorer is not None else None)
+            try:
+                for components, entry in walk:
+                    # A cancellation is seen at the next entry, the clock read every STOP_EVERY.
+                    if stop.cancelled or not walked % STOP_EVERY and stop():
+                        if stop.timed_out:
+                            return top, shown, total, True
+                        raise Stopped()
+                    walked += 1
+                    if excluding and excludes.excluded("/".join(components)):
+                        continue
+                    if ignorer is not None and ignorer.ignored(components, entry.kind == "directory"):
+                        pruned[0] = components
+                        continue
+                    total += 1
+                    if total % 500 == 0:
+                        ctx.report_progress(total, message=f"{total} entries so far")
+                    if total <= start or full:
+                        continue
+                    node: dict[str, Any] = {"name": entry.label, "type": entry.kind}
+                    opened = entry.kind == "directory" and (max_depth is None or len(components) < max_depth)
+                    cost = _node_bytes(entry) + (_CHILDREN_BYTES if opened else 0)
+                    if not shown:
+                        cost += _ancestors(location, components, children)  # the first entry's parents, repeated
+                    if shown >= cap or shown and used + cost > room:
+                        full = True
+                        continue
+                    used += cost
+                    if opened:
+                        # A directory maxDepth keeps us out of gets no children list: [] would say "empty".
+                        node["children"] = children[components] = []
+                    children[components[:-1]].append(node)
+                    shown += 1
+            finally:
+                walk.close()
+            return top, shown, total, False
+
+        tree, shown, total, timed_out = await off_loop(build, **self._limits(ctx))
+        notes = []
+        if timed_out:
+            notes.append(f"[Stopped at the {self._limit_seconds(ctx):g} s time limit after {count(total)} entries; "
+                         f"{'the next page may be empty' if start + shown >= total else 'later entries were not counted'}. "
+                         "Use maxDepth, excludePatterns or a subdirectory.]")
+        note = _page_note("directory_tree", arguments, "entries", start, shown, None if timed_out else total,
+                          timed_out or start + shown < total,
+                          " (counted depth first, by name; a later page repeats the parent directories of its first entry)")
+        if note:
+            notes.insert(0, note)
+        # Compact JSON: the C encoder (indent= would fall back to the pure-Python one, 3x slower on
+        # big trees) and far fewer tokens in a model's context than an indented tree.
+        return _text_answer(json.dumps(tree, ensure_ascii=False, separators=(",", ":")), notes + _skipped_note(ignorer))
+
+    async def search_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
+        glob = _glob(arguments["pattern"])
+        excludes = _excludes(arguments.get("excludePatterns") or [])
+        cap = min(arguments.get("maxResults") or self.config.max_entries, self.config.max_entries)
+        start = arguments.get("start", 0)
+        location = self.sandbox.locate_directory(arguments["path"])
+        prefix = location.display.rstrip("/") + "/"  # as _join shows a path, without a Location per match
+        room = data_budget(self._budget(ctx), arguments)
+        ignorer = self._ignorer(arguments, location)
+
+        def search(stop: Stop) -> tuple[list[str], int, bool]:
+            found: list[str] = []  # relative paths as on disk; shown in full below
+            total = seen = 0
+            used = 0
+            full = False
+            excluding = bool(excludes.patterns)
+            matches, suffixes = glob.matches, glob.suffixes
+            pruned: list[tuple[str, ...] | None] = [None]
+            walk = self.sandbox.walk(location, descend=lambda c: c != pruned[0] and not excludes.excluded("/".join(c))
+                                     and glob.could_match_below("/".join(c)), sizes=False,
+                                     entering=ignorer.entering if ignorer is not None else None)
+            try:
+                for components, entry in walk:
+                    # A cancellation is seen at the next entry, the clock read every STOP_EVERY.
+                    if stop.cancelled or not seen % STOP_EVERY and stop():
+                        if stop.timed_out:
+                            return found, total, True
+                        raise Stopped()
+                    seen += 1
+                    if not seen % 1000:  # every entry walked counts, matching or not
+                        ctx.report_progress(seen, message=f"{seen} entries searched, {total} matches")
+                    directory = entry.kind == "directory"
+                    if directory and ignorer is not None and ignorer.ignored(components, True):
+                        pruned[0] = components
+                        continue
+                    if suffixes is not None and not entry.name.endswith(suffixes):
+                        continue  # cannot match: most names of a '**/*.py' search end here
+                    relative = "/".join(components)
+                    if not matches(relative) or excluding and excludes.excluded(relative):
+                        continue
+                    if not directory and ignorer is not None and ignorer.ignored(components, False):
+                        continue
+                    total += 1
+                    if total <= start or full:
+                        continue
+                    cost = len(prefix.encode("utf-8")) + len(relative.encode("utf-8", "surrogateescape")) + 1
+                    if len(found) >= cap or found and used + cost > room:
+                        full = True
+                        continue
+                    used += cost
+                    found.append(relative)
+            finally:
+                walk.close()
+            return found, total, False
+
+        found, total, timed_out = await off_loop(search, **self._limits(ctx))
+        found = [prefix + relative for relative in _labels(found)]  # "/" is shown as itself
+        notes = []
+        if timed_out:
+            notes.append(f"[Stopped at the {self._limit_seconds(ctx):g} s time limit after {count(total)} matches; narrow "
+                         "the pattern or the directory.]")
+        note = _page_note("search_files", arguments, "matches", start, len(found), None if timed_out else total,
+                          timed_out or start + len(found) < total)
+        body = "\n".join(found) if found else "No matches found"
+        return _text_answer(body, ([note] if note else []) + notes + _skipped_note(ignorer))
+
+    async def grep_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
+        # Imported on first use, like the globs below: start-up does not pay for it.
+        from .patterns import GrepTimeout, compile_grep
+
+        try:
+            grep = compile_grep(arguments["pattern"], ignore_case=arguments.get("ignoreCase", False),
+                                literal=arguments.get("literal", False))
+        except ValueError as error:
+            raise ToolError(f"Invalid pattern: {error}") from None
+        glob = _glob(arguments["glob"]) if arguments.get("glob") else None
+        excludes = _excludes(arguments.get("excludePatterns") or [])
+        cap = min(arguments.get("maxResults") or self.config.max_entries, self.config.max_entries)
+        context_lines = arguments.get("contextLines", 0)
+        start = arguments.get("start", 0)
+        location = self.sandbox.locate_directory(arguments["path"])
+        max_file = self.config.max_media_bytes
+        room = data_budget(self._budget(ctx), arguments)
+        ignorer = self._ignorer(arguments, location)
+
+        skipped: list[str] = []  # files the regex engine ran out of memory on
+
+        def search(stop: Stop) -> tuple[list[str], int, int, bool, bool]:
+            """Lines of the page, matches shown, files searched, whether more matches follow,
+            whether the time limit ended the search."""
+            lines: list[str] = []
+            files = seen = shown = 0
+            used = 0
+            pruned: list[tuple[str, ...] | None] = [None]
+            walk = self.sandbox.walk(location, descend=lambda c: c != pruned[0] and not excludes.excluded("/".join(c))
+                                     and (glob is None or glob.could_match_below("/".join(c))),
+                                     entering=ignorer.entering if ignorer is not None else None)
+            try:
+                for components, entry in walk:
+                    if stop():
+                        if stop.timed_out:
+                            return lines, shown, files, True, True
+                        raise Stopped()
+                    if ignorer is not None and entry.kind == "directory" and ignorer.ignored(components, True):
+                        pruned[0] = components
+                        continue
+                    relative = "/".join(components)
+                    if entry.kind != "file" or entry.label != entry.name or excludes.excluded(relative):
+                        continue
+                    if glob is not None and not glob.matches(relative) or entry.size > max_file:
+                        continue
+                    if ignorer is not None and ignorer.ignored(components, False):
+                        continue
+                    try:
+                        with self.sandbox.open_file(_join(location, components)) as opened:
+                            data = opened.read_at(0, max_file)
+                    except FsError:
+                        continue
+                    if content.looks_binary(data[:SNIFF_BYTES]):
+                        continue
+                    files += 1
+                    try:
+                        if shown >= cap or shown and used >= room:
+                            # Full: only learn whether anything was left out (so exactly cap matches
+                            # are not reported as cut), then stop at the first further match.
+                            if grep.search_lines(data, context=0, max_matches=1, deadline=stop.deadline).matches:
+                                return lines, shown, files, True, False
+                            continue
+                        result = grep.search_lines(data, context=context_lines, max_matches=start + cap - seen,
+                                                   deadline=stop.deadline)
+                    except GrepTimeout:
+                        return lines, shown, files, True, True
+                    except MemoryError:
+                        # Nested repetition over a huge line can need more memory than exists;
+                        # that file is skipped (and said so), the search goes on.
+                        skipped.append(_join(location, components))
+                        continue
+                    shown_path = _join(location, components)
+                    last_shown = None  # the last line of this file already printed
+                    for match in result.matches:
+                        seen += 1
+                        if seen <= start:
+                            continue
+                        first = match.line_number - len(match.before)
+                        group = []
+                        # "--" between groups, as grep -C prints it: not between touching ones.
+                        if lines and context_lines and (last_shown is None or first > last_shown + 1):
+                            group.append("--")
+                        group += [f"{shown_path}-{first + i}- {line}" for i, line in enumerate(match.before)]
+                        group.append(f"{shown_path}:{match.line_number}: {match.line}")
+                        group += [f"{shown_path}-{match.line_number + 1 + i}- {line}" for i, line in enumerate(match.after)]
+                        cost = sum(len(line.encode("utf-8")) + 1 for line in group)
+                        if shown >= cap or shown and used + cost > room:
+                            return lines, shown, files, True, False
+                        used += cost
+                        lines += group
+                        shown += 1
+                        last_shown = match.line_number + len(match.after)
+                    if result.truncated and seen >= start + cap:
+                        return lines, shown, files, True, False
+                    if files % 100 == 0:
+                        ctx.report_progress(files, message=f"{files} files searched, {shown} matching lines")
+            finally:
+                walk.close()
+            return lines, shown, files, False, False
+
+        lines, shown, files, more, timed_out = await off_loop(search, **self._limits(ctx))
+        notes = []
+        if timed_out:
+            notes.append(f"[Stopped at the {self._limit_seconds(ctx):g} s time limit after {count(files)} files; narrow "
+                         "the pattern, glob or directory.]")
+        note = _page_note("grep_files", arguments, "matching lines", start, shown, None, more)
+        if note:
+            notes.insert(0, note)
+        if skipped:
+            notes.append(f"[Skipped {len(skipped)} file(s) the pattern needed too much memory for, such as {skipped[0]}; "
+                         "simplify nested repetition like (a|aa)+.]")
+        body = "\n".join(lines) if lines else "No matches found"
+        return _text_answer(body, notes + _skipped_note(ignorer))
+
+
+# --- helpers ---------------------------------------------------------------------------------------
+
+
+def _node_bytes(entry: Entry) -> int:
+    return _NODE_BYTES.get(entry.kind, _NODE_BYTES["other"]) + len(json.dumps(entry.label, ensure_ascii=False).encode("utf-8"))
+
+
+def _ancestors(location: Location, components: tuple[str, ...], children: dict[tuple[str, ...], list[dict[str, Any]]]) -> int:
+    """Put the parent directories of the first entry of a page into the tree (they were shown
+    on an earlier page), so its path stays readable; returns the bytes they add."""
+    used = 0
+    for depth in range(1, len(components)):
+        parent = components[:depth]
+        if parent in children:
+            continue
+        name = display_name(parent[-1])
+        node: dict[str, Any] = {"name": name, "type": "directory", "children": []}
+        children[parent[:-1]].append(node)
+        children[parent] = node["children"]
+        used += _NODE_BYTES["directory"] + _CHILDREN_BYTES + len(json.dumps(name, ensure_ascii=False).encode("utf-8"))
+    return used
+
+
+def _labels(names: list[str]) -> list[str]:
+    """``display_name`` of each name (or relative path). One check of them all, joined by "/"
+    (which ``display_name`` leaves alone), answers for the usual case where none needs an escape."""
+    joined = "/".join(names)
+    if display_name(joined) == joined:
+        return names
+    return [display_name(name) for name in names]
+
+
+def _join(location: Location, components: tuple[str, ...]) -> str:
+    return Location(location.root, location.parts + components).display
+
+
+def _glob(pattern: str) -> Any:
+    from .patterns import compile_glob  # imported on first use (start-up time)
+
+    try:
+        return compile_glob(pattern)
+    except ValueError as error:
+        raise ToolError(f"Invalid glob pattern: {error}") from None
+
+
+def _excludes(patterns: list[str]) -> Any:
+    from .patterns import compile_excludes  # imported on first use (start-up time)
+
+    try:
+        return compile_excludes(patterns)
+    except ValueError as error:
+        raise ToolError(f"Invalid exclude pattern: {error}") from None
