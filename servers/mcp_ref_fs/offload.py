@@ -1,7 +1,10 @@
 """Running blocking file work off the event loop, so one big walk never stalls other requests.
 
 Small operations (an ``openat``, a ``stat``, reading a few KiB) take microseconds and run on the
-loop: a thread hop would cost more than the work. Anything proportional to the size of a tree or
+loop: a thread hop would cost more than the work. A sandbox operation goes through
+:func:`sandboxed`, which runs it on the loop only while its lookups stay within a few dozen
+system calls (``root.cheaply``) and otherwise, before it has changed anything, again in a thread:
+resolving a path through a deep tree or a chain of links can take thousands. Anything proportional to the size of a tree or
 of a large file runs in a worker thread through :func:`off_loop`, which also makes it stop
 promptly when the request is cancelled: the work receives a ``stop()`` callable and checks it
 between entries; cancelling the awaiting task sets it.
@@ -12,7 +15,9 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+from .root import Costly, cheaply
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -102,6 +107,16 @@ async def off_loop(work: Callable[[Stop], T], *, seconds: float | None = None, t
         # abandoned work raises is not logged as "exception was never retrieved".
         future.add_done_callback(lambda done: done.cancelled() or done.exception())
         raise
+
+
+async def sandboxed(operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``operation(*args, **kwargs)``, a sandbox operation: on the event loop when its lookups stay
+    cheap, else from the start in a worker thread (``Costly`` is raised before anything changed)."""
+    try:
+        with cheaply():
+            return operation(*args, **kwargs)
+    except Costly:
+        return await off_loop(lambda _stop: operation(*args, **kwargs))
 
 
 async def read_start(opened: OpenFile, length: int) -> bytes:

@@ -54,7 +54,7 @@ from urllib.parse import quote, unquote
 from mcp_ref import CacheHint, InvalidParams, Resource, ResourceNotFound, blob_resource
 
 from . import content
-from .offload import off_loop, read_start
+from .offload import off_loop, read_start, sandboxed
 from .root import FsError, Location, Root
 
 if TYPE_CHECKING:
@@ -260,7 +260,7 @@ class FsResources:
     async def read(self, ctx: RequestContext, uri: str, variables: dict[str, Any]) -> list[dict[str, Any]]:
         path = self._locate(uri)
         try:
-            location, info = self.sandbox.stat(path)
+            location, info = await sandboxed(self.sandbox.stat, path)
             if stat.S_ISDIR(info.st_mode):
                 limit = self.config.max_entries
                 _location, entries, total = await off_loop(
@@ -269,7 +269,7 @@ class FsResources:
                 if total > limit:  # said, as the listing tools say it, never cut silently
                     listing += f"[Truncated: showing {len(entries)} of {total} entries (--max-entries).]\n"
                 return [{"uri": uri, "mimeType": DIRECTORY_MIME, "text": listing}]
-            with self.sandbox.open_file(path) as opened:
+            with await sandboxed(self.sandbox.open_file, path) as opened:
                 size = opened.info.st_size
                 if size > self.config.max_media_bytes:
                     raise InvalidParams(

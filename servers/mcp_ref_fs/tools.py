@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
 
 from . import content
-from .offload import IN_LOOP_READ_BYTES, STOP_EVERY, Stop, Stopped, off_loop, read_start, write_all
+from .offload import IN_LOOP_READ_BYTES, STOP_EVERY, Stop, Stopped, off_loop, read_start, sandboxed, write_all
 from .resources import location_uri
-from .root import CostlyListing, Entry, FsError, Location, OpenFile, display_name
+from .root import Costly, Entry, FsError, Location, OpenFile, cheaply, display_name
 
 if TYPE_CHECKING:
     from mcp_ref import RequestContext, Server
@@ -259,7 +259,7 @@ class FsTools:
         if (head is not None or tail is not None) and (offset is not None or limit is not None):
             raise ToolError("Give head/tail or offset/limit, not both")
         cap = self.config.max_read_bytes
-        with self.sandbox.open_file(path) as opened:
+        with await sandboxed(self.sandbox.open_file, path) as opened:
             size = opened.info.st_size
             sample = opened.read_at(0, SNIFF_BYTES)
             self._refuse_binary(opened, sample)
@@ -302,7 +302,7 @@ class FsTools:
         return _result(body, notes, **extras)
 
     async def read_media_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        with self.sandbox.open_file(arguments["path"]) as opened:
+        with await sandboxed(self.sandbox.open_file, arguments["path"]) as opened:
             size = opened.info.st_size
             if size > self.config.max_media_bytes:
                 raise ToolError(
@@ -340,7 +340,7 @@ class FsTools:
     # --- writing ----------------------------------------------------------------------------------
 
     async def _replace(self, path: str, data: bytes) -> Location:
-        with self.sandbox.replace_file(path) as replacement:
+        with await sandboxed(self.sandbox.replace_file, path) as replacement:
             await write_all(replacement, data)
             replacement.commit()
         return replacement.location
@@ -351,7 +351,7 @@ class FsTools:
 
     async def edit_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         path = arguments["path"]
-        with self.sandbox.open_file(path) as opened:
+        with await sandboxed(self.sandbox.open_file, path) as opened:
             size = opened.info.st_size
             if size > self.config.max_media_bytes:
                 raise ToolError(f"{opened.location.display} has {size} bytes; edit_file handles files up to "
@@ -391,20 +391,20 @@ class FsTools:
         return _result(report, notes, diff=diff, applied=not dry_run and changed != original)
 
     async def create_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        self.sandbox.make_directories(arguments["path"])
+        await sandboxed(self.sandbox.make_directories, arguments["path"])
         return _result(f"Successfully created directory {arguments['path']}")
 
     async def move_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        self.sandbox.move(arguments["source"], arguments["destination"])
+        await sandboxed(self.sandbox.move, arguments["source"], arguments["destination"])
         return _result(f"Successfully moved {arguments['source']} to {arguments['destination']}")
 
     async def delete_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         path = arguments["path"]
-        identity = self.sandbox.identity(path)
+        identity = await sandboxed(self.sandbox.identity, path)
         location = self.sandbox.locate(path)
         if identity is None:
             raise ToolError(f"No such file or directory: {location.display}")
-        if identity[2] == "directory" and self._has_entries(path):
+        if identity[2] == "directory" and await sandboxed(self.sandbox.has_entries, path):
             # Asking the user to confirm what cannot be done would only waste their attention.
             raise ToolError(f"{location.display} is a directory that is not empty; only empty ones are deleted")
         what = {"file": "the file", "directory": "the empty directory", "symlink": "the link"}.get(identity[2], "the entry")
@@ -426,11 +426,8 @@ class FsTools:
         if answer.get("action") != "accept" or not (answer.get("content") or {}).get("confirm"):
             verdict = {"decline": "declined", "cancel": "cancelled"}.get(answer.get("action", ""), "did not confirm")
             return _result(f"Not deleted: the user {verdict} deleting {location.display}.", deleted=False)
-        self.sandbox.delete(path, expect=tuple(confirmed))  # type: ignore[arg-type]
+        await sandboxed(self.sandbox.delete, path, expect=tuple(confirmed))  # type: ignore[arg-type]
         return _result(f"Successfully deleted {location.display}", deleted=True)
-
-    def _has_entries(self, path: str) -> bool:
-        return self.sandbox.has_entries(path)
 
     # --- listing ----------------------------------------------------------------------------------
 
@@ -444,9 +441,10 @@ class FsTools:
         listed = None
         if not sizes:
             try:
-                listed = self.sandbox.list_directory_page(path, limit=cap, sizes=False, most=IN_LOOP_ENTRIES)
-            except CostlyListing:
-                pass  # a big one, or one with links to resolve: read it all again, in a thread
+                with cheaply():
+                    listed = self.sandbox.list_directory_page(path, limit=cap, sizes=False, most=IN_LOOP_ENTRIES)
+            except Costly:
+                pass  # a big one, one with links to resolve, or a costly lookup: read it all again, in a thread
         if listed is None:
             listed = await off_loop(
                 lambda stop: self.sandbox.list_directory_page(path, limit=cap, largest_first=largest_first, sizes=sizes))
@@ -478,7 +476,7 @@ class FsTools:
         excludes = _excludes(arguments.get("excludePatterns") or [])
         max_depth = arguments.get("maxDepth")
         cap = self.config.max_entries
-        location = self.sandbox.locate_directory(arguments["path"])
+        location = await sandboxed(self.sandbox.locate_directory, arguments["path"])
 
         def build(stop: Stop) -> tuple[list[dict[str, Any]], int, bool]:
             top: list[dict[str, Any]] = []
@@ -522,7 +520,7 @@ class FsTools:
         glob = _glob(arguments["pattern"])
         excludes = _excludes(arguments.get("excludePatterns") or [])
         cap = min(arguments.get("maxResults") or self.config.max_entries, self.config.max_entries)
-        location = self.sandbox.locate_directory(arguments["path"])
+        location = await sandboxed(self.sandbox.locate_directory, arguments["path"])
 
         def search(stop: Stop) -> tuple[list[str], bool]:
             found: list[str] = []  # relative paths as on disk; shown in full below
@@ -573,7 +571,7 @@ class FsTools:
         excludes = _excludes(arguments.get("excludePatterns") or [])
         cap = min(arguments.get("maxResults") or self.config.max_entries, self.config.max_entries)
         context_lines = arguments.get("contextLines", 0)
-        location = self.sandbox.locate_directory(arguments["path"])
+        location = await sandboxed(self.sandbox.locate_directory, arguments["path"])
         max_file = self.config.max_media_bytes
 
         skipped: list[str] = []  # files the regex engine ran out of memory on
@@ -650,7 +648,7 @@ class FsTools:
     # --- information ------------------------------------------------------------------------------
 
     async def get_file_info(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        location, info = self.sandbox.stat(arguments["path"])
+        location, info = await sandboxed(self.sandbox.stat, arguments["path"])
         kind = "directory" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode) else "other"
         created = getattr(info, "st_birthtime", None) or info.st_ctime
         fields = {
