@@ -22,6 +22,8 @@ from .root import Costly, cheaply
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
+    from mcp_ref import RequestContext
+
     from .root import AtomicReplace, OpenFile
 
 T = TypeVar("T")
@@ -39,6 +41,11 @@ IN_LOOP_READ_BYTES = 1024 * 1024
 # the time limit is still noticed within well under a millisecond, and a search of 10,000 names
 # saves the ~1.5 ms (10 %) that a call per entry costs.
 STOP_EVERY = 100
+
+# An answer estimated at this many bytes or more is reserved on the connection's output budget
+# (``RequestContext.reserve_output``) before the file is read, so memory stays bounded whatever a
+# client sends or fails to read; below it, the concurrency limit bounds what answers can hold.
+RESERVE_FROM_BYTES = 256 * 1024
 
 _pool: ThreadPoolExecutor | None = None
 
@@ -117,6 +124,23 @@ async def sandboxed(operation: Callable[..., T], *args: Any, **kwargs: Any) -> T
             return operation(*args, **kwargs)
     except Costly:
         return await off_loop(lambda _stop: operation(*args, **kwargs))
+
+
+def text_answer_bytes(size: int) -> int:
+    """About the bytes an answer carrying ``size`` bytes of text takes on the wire: the text comes
+    twice (the content block and ``structuredContent.content``), a little longer once escaped."""
+    return 2 * size + size // 8 + 4096
+
+
+def base64_answer_bytes(size: int) -> int:
+    """About the bytes an answer carrying a ``size``-byte file as base64 takes on the wire."""
+    return (size + 2) // 3 * 4 + 4096
+
+
+async def reserve_for(ctx: RequestContext, nbytes: int) -> None:
+    """Reserve a large answer's bytes on the output budget before it is made (small ones: nothing)."""
+    if nbytes >= RESERVE_FROM_BYTES:
+        await ctx.reserve_output(nbytes)
 
 
 async def read_start(opened: OpenFile, length: int) -> bytes:

@@ -54,7 +54,7 @@ from urllib.parse import quote, unquote
 from mcp_ref import CacheHint, InvalidParams, Resource, ResourceNotFound, blob_resource
 
 from . import content
-from .offload import off_loop, read_start, sandboxed
+from .offload import base64_answer_bytes, off_loop, read_start, reserve_for, sandboxed
 from .root import FsError, Location, Root
 
 if TYPE_CHECKING:
@@ -275,6 +275,7 @@ class FsResources:
                     raise InvalidParams(
                         f"Resource too large: {size} bytes, over this server's limit of {self.config.max_media_bytes} "
                         "(--max-media-bytes)", {"uri": uri})
+                await reserve_for(ctx, base64_answer_bytes(size))  # the larger of its two forms
                 data = await read_start(opened, size)
         except FsError:
             raise ResourceNotFound(uri) from None

@@ -17,7 +17,8 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
 
 from . import content
-from .offload import IN_LOOP_READ_BYTES, STOP_EVERY, Stop, Stopped, off_loop, read_start, sandboxed, write_all
+from .offload import (IN_LOOP_READ_BYTES, STOP_EVERY, Stop, Stopped, base64_answer_bytes, off_loop, read_start, reserve_for,
+                      sandboxed, text_answer_bytes, write_all)
 from .resources import location_uri
 from .root import Costly, Entry, FsError, Location, OpenFile, cheaply, display_name
 
@@ -250,8 +251,9 @@ class FsTools:
         except content.NotText:
             raise ToolError(f"{opened.location.display} is not valid UTF-8 text; use read_media_file to read it") from None
 
-    async def _text_of(self, path: str, arguments: dict[str, Any]) -> tuple[str, list[str], dict[str, Any]]:
-        """A file's text (or the asked-for part of it), notes about cuts, and structured extras."""
+    async def _text_of(self, ctx: RequestContext | None, path: str, arguments: dict[str, Any]) -> tuple[str, list[str], dict[str, Any]]:
+        """A file's text (or the asked-for part of it), notes about cuts, and structured extras.
+        With ``ctx``, its bytes in the answer are reserved first when large (``reserve_for``)."""
         head, tail = arguments.get("head"), arguments.get("tail")
         offset, limit = arguments.get("offset"), arguments.get("limit")
         if head is not None and tail is not None:
@@ -261,6 +263,8 @@ class FsTools:
         cap = self.config.max_read_bytes
         with await sandboxed(self.sandbox.open_file, path) as opened:
             size = opened.info.st_size
+            if ctx is not None:
+                await reserve_for(ctx, text_answer_bytes(min(size, cap + 1)))
             sample = opened.read_at(0, SNIFF_BYTES)
             self._refuse_binary(opened, sample)
             notes: list[str] = []
@@ -298,7 +302,7 @@ class FsTools:
         return body, notes, {"truncated": truncated, "totalBytes": size}
 
     async def read_text_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        body, notes, extras = await self._text_of(arguments["path"], arguments)
+        body, notes, extras = await self._text_of(ctx, arguments["path"], arguments)
         return _result(body, notes, **extras)
 
     async def read_media_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
@@ -309,6 +313,7 @@ class FsTools:
                     f"{opened.location.display} has {size} bytes, more than this server's media limit of "
                     f"{self.config.max_media_bytes} bytes (--max-media-bytes)"
                 )
+            await reserve_for(ctx, base64_answer_bytes(size))
             data = await read_start(opened, size)
             name = opened.location.parts[-1] if opened.location.parts else ""
             mime = content.sniff_mime(data[:SNIFF_BYTES], name)
@@ -324,9 +329,12 @@ class FsTools:
         paths = arguments["paths"]
         parts = []
         budget = self.config.max_read_bytes * 4  # the whole answer, however many files
+        # The answer's bytes are reserved once, from the files' sizes (one reservation per file
+        # could deadlock: a request holding some waiting behind others that wait for its own).
+        await reserve_for(ctx, text_answer_bytes(min(await self._text_sizes(paths), budget)))
         for index, path in enumerate(paths):
             try:
-                body, notes, _ = await self._text_of(path, {})
+                body, notes, _ = await self._text_of(None, path, {})
                 if len(body) > budget:
                     body = body[: max(budget, 0)]
                     notes.append("[Truncated: this answer reached its total size limit; read the rest with read_text_file.]")
@@ -336,6 +344,17 @@ class FsTools:
                 parts.append(f"{path}: Error - {error}")
             ctx.report_progress(index + 1, len(paths))
         return _result("\n---\n".join(parts))
+
+    async def _text_sizes(self, paths: list[str]) -> int:
+        """How much text reading ``paths`` can give (each file up to --max-read-bytes; unreadable: 0)."""
+        cap, total = self.config.max_read_bytes, 0
+        for path in paths:
+            try:
+                _location, info = await sandboxed(self.sandbox.stat, path)
+            except FsError:
+                continue
+            total += min(info.st_size, cap + 1) if stat.S_ISREG(info.st_mode) else 0
+        return total
 
     # --- writing ----------------------------------------------------------------------------------
 
