@@ -100,20 +100,44 @@ class Stop:
         self.cancelled = True
 
 
+# With ``at_deadline``, how long past its deadline the work still gets to answer for itself.
+DEADLINE_GRACE_SECONDS = 0.05
+
+
 async def off_loop(work: Callable[[Stop], T], *, seconds: float | None = None, task_seconds: float | None = None,
-                   in_task: Callable[[], bool] | None = None) -> T:
+                   in_task: Callable[[], bool] | None = None, at_deadline: Callable[[], T] | None = None) -> T:
     """Run ``work(stop)`` in a worker thread and return its result; cancellation sets ``stop``.
-    ``seconds`` limits it (``task_seconds`` once ``in_task()``, see ``Stop``)."""
+    ``seconds`` limits it (``task_seconds`` once ``in_task()``, see ``Stop``).
+
+    The work looks at ``stop()`` between steps, so a step that cannot look (one regular
+    expression search in C) could keep it past its deadline, and a process that was stopped or
+    starved of CPU would see the deadline late. With ``at_deadline``, the deadline is kept by the
+    clock of the event loop instead: once it has passed (by ``DEADLINE_GRACE_SECONDS``) and the
+    work has not returned, ``stop`` is set and ``at_deadline()`` (what the work has found so far)
+    is the result; the abandoned step ends on its own allowance and its result is dropped."""
     stop = Stop(seconds, task_seconds, in_task)
     future = asyncio.get_running_loop().run_in_executor(_executor(), work, stop)
     try:
+        while at_deadline is not None and not future.done():
+            deadline = stop.deadline
+            if deadline is None:
+                break
+            done, _ = await asyncio.wait((future,), timeout=max(0.0, deadline + DEADLINE_GRACE_SECONDS - time.monotonic()))
+            if not done and stop.deadline == deadline:  # not extended meanwhile (a call that became a task)
+                stop.timed_out = True
+                _abandon(stop, future)
+                return at_deadline()
         return await asyncio.shield(future)
     except asyncio.CancelledError:
-        stop.set()  # the thread notices at its next check and returns; nothing waits for it
-        # Nobody awaits the worker's outcome any more: retrieve it when it comes, so an error the
-        # abandoned work raises is not logged as "exception was never retrieved".
-        future.add_done_callback(lambda done: done.cancelled() or done.exception())
+        _abandon(stop, future)
         raise
+
+
+def _abandon(stop: Stop, future: asyncio.Future[Any]) -> None:
+    stop.set()  # the thread notices at its next check and returns; nothing waits for it
+    # Nobody awaits the worker's outcome any more: retrieve it when it comes, so an error the
+    # abandoned work raises is not logged as "exception was never retrieved".
+    future.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
 async def sandboxed(operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:

@@ -19,19 +19,34 @@ nested in an unbounded one, and each ``*`` or ``**`` that is followed by more pa
 the *earliest* place the rest of its segment (or run of segments) matches, inside an atomic group
 ``(?>...)``. That is always correct for globs, because the next ``*`` can absorb whatever lies
 between the earliest and any later place, and it keeps matching near linear in the path length.
-Grep patterns are real regular expressions, which no translation can tame, so they run on the
-``regex`` module, whose ``timeout=`` stops a runaway search at the caller's deadline.
+Grep patterns are real regular expressions, which no translation can tame. Two engines run them:
+
+* **RE2** (``google-re2``), a linear-time engine with no backtracking at all, for every pattern it
+  can run *exactly* as Python's syntax means it: RE2 compiles it, it holds no ``{,n}`` (a count in
+  Python, literal text in RE2), and the file is valid UTF-8, and ASCII when the pattern uses
+  ``\\w \\W \\b \\B \\d \\D \\s \\S`` or folds non-ASCII case (RE2's classes are ASCII-only). Where
+  the engines differ in nothing but speed, ``(a+)+$`` against a 50,000-character line takes 0.1 ms
+  instead of hanging. Matching runs on the file's bytes (offsets are byte offsets).
+* **regex** (``regex.V0``, Python's ``re`` syntax and semantics) for everything else: back
+  references, lookaround, atomic groups, possessive quantifiers, ``\\N{...}``, non-ASCII text
+  with Unicode classes, and whenever RE2 is not installed (no wheel for the platform) or
+  ``MCP_REF_FS_GREP=regex`` forces it. Its ``timeout=`` counts the engine's own (CPU) time, so
+  each search gets ``min(time left, PATTERN_SECONDS + PATTERN_SECONDS_PER_MIB per MiB of text)``:
+  one that needs more backtracks catastrophically and raises ``GrepTooSlow``, which names the
+  allowance. The deadline itself is wall-clock time (``time.monotonic``), looked at between
+  searches; the tool layer answers at it even while a search is still running (``offload``).
 """
 
 from __future__ import annotations
 
 import codecs
 import functools
+import os
 import re
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, AnyStr
+from typing import TYPE_CHECKING, Any, AnyStr
 
 if TYPE_CHECKING:
     import regex
@@ -49,6 +64,7 @@ __all__ = [
     "GrepFileResult",
     "GrepMatch",
     "GrepTimeout",
+    "GrepTooSlow",
     "compile_excludes",
     "compile_glob",
     "compile_grep",
@@ -477,10 +493,28 @@ def compile_excludes(patterns: list[str]) -> Excludes:
 
 _REGEX_METACHARACTERS = frozenset(".^$*+?{}[]\\|()")
 _LONGEST_TIMEOUT = 1e6  # seconds; for a deadline of float("inf")
+# What one search of the backtracking engine may take (its own time, see the module docstring):
+# ordinary patterns need well under this (a back reference through 32 MiB: ~2.4 s of the 4.2 s
+# it gets there); a pattern that needs more is backtracking catastrophically.
+PATTERN_SECONDS = 1.0
+PATTERN_SECONDS_PER_MIB = 0.1
+# Escapes whose class RE2 takes as ASCII and Python as Unicode.
+_UNICODE_CLASSES = frozenset("wWbBdDsS")
+GREP_ENGINES = ("auto", "regex")  # MCP_REF_FS_GREP
 
 
 class GrepTimeout(Exception):
     """The deadline passed before the search of a file finished."""
+
+
+class GrepTooSlow(GrepTimeout):
+    """One search of the backtracking engine used up its own allowance (``PATTERN_SECONDS`` and
+    more per MiB): the pattern backtracks catastrophically on this text."""
+
+    def __init__(self, pattern: str, seconds: float) -> None:
+        self.seconds = seconds
+        super().__init__(f"the regular expression {_shown(pattern)} needed more than {seconds:.1f} s for one search "
+                         f"(the limit of {PATTERN_SECONDS:g} s plus {PATTERN_SECONDS_PER_MIB:g} s per MiB of text)")
 
 
 @dataclass(frozen=True)
@@ -504,14 +538,22 @@ class GrepFileResult:
 class Grep:
     """A compiled content search; see ``compile_grep``."""
 
-    __slots__ = ("pattern", "ignore_case", "substring", "_needle", "_regex")
+    __slots__ = ("pattern", "ignore_case", "substring", "_needle", "_regex", "_re2", "_re2_ascii_only")
 
-    def __init__(self, pattern: str, ignore_case: bool, needle: bytes | None, compiled: regex.Pattern | None) -> None:
+    def __init__(self, pattern: str, ignore_case: bool, needle: bytes | None, compiled: regex.Pattern | None,
+                 linear: tuple[Any, bool] | None = None) -> None:
         self.pattern = pattern
         self.ignore_case = ignore_case
         self.substring = needle is not None  # True when the bytes substring fast path is used
         self._needle = needle
         self._regex = compiled
+        # RE2's compiled pattern, and whether it is exact on ASCII text only (see the module docstring).
+        self._re2, self._re2_ascii_only = linear if linear is not None else (None, False)
+
+    @property
+    def linear(self) -> bool:
+        """Does this pattern run on RE2 (for files it is exact on)?"""
+        return self._re2 is not None
 
     def __repr__(self) -> str:
         return f"Grep({self.pattern!r}, ignore_case={self.ignore_case})"
@@ -541,14 +583,27 @@ class Grep:
             needle = self._needle
             hits = _scan(haystack, b"\n", lambda pos, _remaining: haystack.find(needle, pos), max_matches, deadline)
             return _result(data, b"\n", hits, context)
+        if self._re2 is not None and (data.isascii() or not self._re2_ascii_only and _is_utf8(data)):
+            buf = data.replace(b"\r\n", b"\n") if b"\r" in data else data
+            linear = self._re2.search  # linear time: no allowance needed, the deadline is looked at between searches
+
+            def find_linear(pos: int, _remaining: float) -> int:
+                match = linear(buf, pos)
+                return -1 if match is None else match.start()
+
+            return _result(buf, b"\n", _scan(buf, b"\n", find_linear, max_matches, deadline), context)
         assert self._regex is not None
         text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
         compiled = self._regex
+        allowance = PATTERN_SECONDS + PATTERN_SECONDS_PER_MIB * len(text) / (1024 * 1024)
 
         def find(pos: int, remaining: float) -> int:
-            try:  # regex treats an infinite timeout as already expired: cap it
-                match = compiled.search(text, pos, timeout=min(remaining, _LONGEST_TIMEOUT))
+            budget = min(remaining, allowance, _LONGEST_TIMEOUT)  # regex takes an infinite timeout as expired
+            try:
+                match = compiled.search(text, pos, timeout=budget)
             except TimeoutError:
+                if budget < remaining:
+                    raise GrepTooSlow(self.pattern, allowance) from None
                 raise GrepTimeout(f"regex search of {_shown(self.pattern)} passed its deadline") from None
             return -1 if match is None else match.start()
 
@@ -664,4 +719,50 @@ def compile_grep(pattern: str, *, ignore_case: bool = False, literal: bool = Fal
         compiled = regex.compile(source, flags)
     except regex.error as exc:
         raise ValueError(f"invalid regular expression {_shown(pattern)}: {exc}") from None
-    return Grep(pattern, ignore_case, None, compiled)
+    return Grep(pattern, ignore_case, None, compiled, _linear(source, ignore_case))
+
+
+def _grep_engine() -> Any:
+    """The ``re2`` module, or None: not installed, or ``MCP_REF_FS_GREP=regex``."""
+    if os.environ.get("MCP_REF_FS_GREP", "auto").strip().lower() == "regex":
+        return None
+    try:
+        import re2  # google-re2; imported on the first content search
+    except ImportError:
+        return None
+    return re2
+
+
+def _linear(source: str, ignore_case: bool) -> tuple[Any, bool] | None:
+    """RE2's form of a pattern ``regex`` accepted, where it means the same: ``(compiled, exact on
+    ASCII text only)``, or None (see the module docstring)."""
+    unicode_classes = False
+    index = 0
+    while index < len(source):
+        char = source[index]
+        if char == "\\":
+            unicode_classes |= source[index + 1 : index + 2] in _UNICODE_CLASSES
+            index += 2
+            continue
+        if char == "{" and source[index + 1 : index + 2] == ",":
+            return None  # {,n}: a count to Python, literal text to RE2
+        index += 1
+    re2 = _grep_engine()
+    if re2 is None:
+        return None
+    options = re2.Options()
+    options.log_errors = False  # a pattern RE2 cannot run is no error: regex runs it
+    options.case_sensitive = not ignore_case
+    try:
+        compiled = re2.compile(b"(?m)" + source.encode("utf-8"), options)
+    except re2.error:
+        return None
+    return compiled, unicode_classes or (ignore_case and not source.isascii())
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True

@@ -579,7 +579,7 @@ class FsTools:
 
     async def grep_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         # Imported on first use, like the globs below: start-up does not pay for it.
-        from .patterns import GrepTimeout, compile_grep
+        from .patterns import GrepTimeout, GrepTooSlow, compile_grep
 
         try:
             grep = compile_grep(arguments["pattern"], ignore_case=arguments.get("ignoreCase", False),
@@ -594,18 +594,18 @@ class FsTools:
         max_file = self.config.max_media_bytes
 
         skipped: list[str] = []  # files the regex engine ran out of memory on
+        found = _GrepFound()  # what the worker has found, file by file: the answer at the deadline too
+        too_slow: list[str] = []  # the backtracking engine's allowance, used up on one search
 
-        def search(stop: Stop) -> tuple[list[dict[str, Any]], list[str], int, bool]:
-            matches: list[dict[str, Any]] = []
-            lines: list[str] = []
-            files = 0
+        def search(stop: Stop) -> bool:
+            """Fill ``found``; True when cut short (maxResults, the time limit, a runaway pattern)."""
             walk = self.sandbox.walk(location, descend=lambda c: not excludes.excluded("/".join(c))
                                      and (glob is None or glob.could_match_below("/".join(c))))
             try:
                 for components, entry in walk:
                     if stop():
                         if stop.timed_out:
-                            return matches, lines, files, True
+                            return True
                         raise Stopped()
                     relative = "/".join(components)
                     if entry.kind != "file" or entry.label != entry.name or excludes.excluded(relative):
@@ -619,45 +619,55 @@ class FsTools:
                         continue
                     if content.looks_binary(data[:SNIFF_BYTES]):
                         continue
-                    files += 1
+                    found.files += 1
                     try:
-                        if len(matches) >= cap:
+                        if found.count >= cap:
                             # Full: only learn whether anything was left out (so exactly cap matches
                             # are not reported as cut), then stop at the first further match.
                             if grep.search_lines(data, context=0, max_matches=1, deadline=stop.deadline).matches:
-                                return matches, lines, files, True
+                                return True
                             continue
-                        result = grep.search_lines(data, context=context_lines, max_matches=cap - len(matches), deadline=stop.deadline)
+                        result = grep.search_lines(data, context=context_lines, max_matches=cap - found.count, deadline=stop.deadline)
+                    except GrepTooSlow as error:
+                        too_slow.append(f"[Stopped early: {error} in {_join(location, components)}; it backtracks "
+                                        "without end on such text. Simplify nested repetition like (a+)+ or (a|aa)+.]")
+                        return True
                     except GrepTimeout:
-                        return matches, lines, files, True
+                        return True
                     except MemoryError:
                         # Nested repetition over a huge line can need more memory than exists;
                         # that file is skipped (and said so), the search goes on.
                         skipped.append(_join(location, components))
                         continue
                     shown = _join(location, components)
+                    lines: list[str] = []
+                    matches: list[dict[str, Any]] = []
                     last_shown = None  # the last line of this file already printed
                     for match in result.matches:
                         first = match.line_number - len(match.before)
                         # "--" between groups, as grep -C prints it: not between touching ones.
-                        if lines and context_lines and (last_shown is None or first > last_shown + 1):
+                        if (found.count or lines) and context_lines and (last_shown is None or first > last_shown + 1):
                             lines.append("--")
                         lines += [f"{shown}-{first + i}- {line}" for i, line in enumerate(match.before)]
                         lines.append(f"{shown}:{match.line_number}: {match.line}")
                         lines += [f"{shown}-{match.line_number + 1 + i}- {line}" for i, line in enumerate(match.after)]
                         last_shown = match.line_number + len(match.after)
                         matches.append({"path": shown, "line": match.line_number, "text": match.line})
+                    found.add(lines, matches)
                     if result.truncated:
-                        return matches, lines, files, True
-                    if files % 100 == 0:
-                        ctx.report_progress(files, message=f"{files} files searched, {len(matches)} matching lines")
+                        return True
+                    if found.files % 100 == 0:
+                        ctx.report_progress(found.files, message=f"{found.files} files searched, {found.count} matching lines")
             finally:
                 walk.close()
-            return matches, lines, files, False
+            return False
 
-        matches, lines, files, truncated = await off_loop(search, **self._limits(ctx))
+        # The time limit is kept by the event loop's clock (at_deadline): a search still inside
+        # one regular expression then is answered with what was found before it.
+        truncated = await off_loop(search, **self._limits(ctx), at_deadline=lambda: True)
+        matches, lines, files = found.snapshot()
         notes = [f"[Stopped early: {len(matches)} matches shown (maxResults, --max-entries or the {self._limit_seconds(ctx):g} s time "
-                 f"limit); narrow the pattern, glob or directory.]"] if truncated else []
+                 f"limit); narrow the pattern, glob or directory.]"] if truncated and not too_slow else too_slow[:1]
         if skipped:
             notes.append(f"[Skipped {len(skipped)} file(s) the pattern needed too much memory for, such as {skipped[0]}; "
                          "simplify nested repetition like (a|aa)+.]")
@@ -695,6 +705,30 @@ _ENTRIES_SCHEMA = {"type": "array", "items": {"type": "object", "properties": {
     "name": {"type": "string"}, "type": {"type": "string"}, "size": {"type": "integer"}}, "required": ["name", "type"]}}
 _MATCHES_SCHEMA = {"type": "array", "items": {"type": "object", "properties": {
     "path": {"type": "string"}, "line": {"type": "integer"}, "text": {"type": "string"}}, "required": ["path", "line", "text"]}}
+
+
+class _GrepFound:
+    """What a grep has found so far, added a whole file at a time (under a lock), so that the
+    event loop can answer with it at the deadline while the worker is still searching."""
+
+    def __init__(self) -> None:
+        import threading
+
+        self._lock = threading.Lock()
+        self._lines: list[str] = []
+        self._matches: list[dict[str, Any]] = []
+        self.files = 0
+        self.count = 0  # matching lines so far
+
+    def add(self, lines: list[str], matches: list[dict[str, Any]]) -> None:
+        with self._lock:
+            self._lines += lines
+            self._matches += matches
+            self.count = len(self._matches)
+
+    def snapshot(self) -> tuple[list[dict[str, Any]], list[str], int]:
+        with self._lock:
+            return list(self._matches), list(self._lines), self.files
 
 
 def _entry_json(entry: Entry) -> dict[str, Any]:
