@@ -657,7 +657,7 @@ class Sandbox:
         """Open a regular file for reading. Refuses directories, FIFOs, sockets and devices."""
         location = self.locate(path)
         act = self.act
-        with self._guard(path):
+        with self._guard(location.display):
             parent_fd, name, info = self._lookup(location, follow_final=True)
             try:
                 if info is None:
@@ -680,7 +680,7 @@ class Sandbox:
     def stat(self, path: str) -> tuple[Location, os.stat_result]:
         """What ``path`` is (links inside the root followed), for ``get_file_info``."""
         location = self.locate(path)
-        with self._guard(path):
+        with self._guard(location.display):
             parent_fd, _name, info = self._lookup(location, follow_final=True)
             self.act.close(parent_fd)
         if info is None:
@@ -694,7 +694,7 @@ class Sandbox:
         and created again often gets the same one, but never the same ctime.
         """
         location = self.locate(path)
-        with self._guard(path):
+        with self._guard(location.display):
             parent_fd, _name, info = self._lookup(location, follow_final=False)
             self.act.close(parent_fd)
         return None if info is None else _identity(info)
@@ -703,7 +703,7 @@ class Sandbox:
         """A directory held open (links inside the root followed): a descriptor with the POSIX act
         step, a held handle on Windows. The caller closes it with :meth:`close_directory`."""
         location = path if isinstance(path, Location) else self.locate(path)
-        with self._guard(location.display if isinstance(path, Location) else path):
+        with self._guard(location.display):
             try:
                 fd, _ = self._open_dir(location)
             except FileNotFoundError:
@@ -886,7 +886,7 @@ class Sandbox:
         """Create a directory and any missing parents; an existing directory is fine."""
         location = self.locate(path)
         act = self.act
-        with self._guard(path):
+        with self._guard(location.display):
             for depth in range(1, len(location.parts) + 1):
                 prefix = location.parts[:depth]
                 try:
@@ -916,7 +916,7 @@ class Sandbox:
         """
         location = self.locate(path)
         act = self.act
-        with self._guard(path):
+        with self._guard(location.display):
             parent_fd, name, info = self._lookup(location, follow_final=True)
             try:
                 if name is None:
@@ -951,18 +951,18 @@ class Sandbox:
             raise Refused(f"cannot move {from_location.display} into itself")
         self._refuse_if_holds_a_root(from_location, "moved")
         act = self.act
-        with self._guard(source):
+        with self._guard(from_location.display):
             from_fd, from_name, from_info = self._lookup(from_location, follow_final=False)
         try:
             if from_info is None or from_name is None:
                 raise NotFound(f"No such file or directory: {from_location.display}")
             self._refuse_if_holds_a_root_by_identity(from_location, from_info, "moved")
-            with self._guard(destination):
+            with self._guard(to_location.display):
                 to_fd, to_name, to_info = self._lookup(to_location, follow_final=False)
             try:
                 if to_info is not None or to_name is None:
                     raise AlreadyExists(f"{to_location.display} already exists; move_file never overwrites")
-                with self._guard(destination):
+                with self._guard(to_location.display):
                     act.rename_no_replace(from_fd, from_name, to_fd, to_name, from_info)
             finally:
                 act.close(to_fd)
@@ -981,7 +981,7 @@ class Sandbox:
             raise Refused("an allowed directory itself cannot be deleted")
         self._refuse_if_holds_a_root(location, "deleted")
         act = self.act
-        with self._guard(path):
+        with self._guard(location.display):
             parent_fd, name, info = self._lookup(location, follow_final=False)
             try:
                 if info is None or name is None:

@@ -227,7 +227,8 @@ class FsTools:
             "list_allowed_directories", "List Allowed Directories",
             "The directories this server may access; everything below them is accessible too. Call it first to learn "
             "which paths are valid.",
-            _schema({}, []), READ_ONLY, _output(directories={"type": "array", "items": {"type": "string"}}),
+            _schema({}, []), READ_ONLY, _output(directories={"type": "array", "items": {"type": "string"}},
+                                                resolved={"type": "array", "items": {"type": "string"}}),
             self.list_allowed_directories)
         self._tool(
             "delete_file", "Delete File",
@@ -339,11 +340,19 @@ class FsTools:
                     body = body[: max(budget, 0)]
                     notes.append("[Truncated: this answer reached its total size limit; read the rest with read_text_file.]")
                 budget -= len(body)
-                parts.append(f"{path}:\n{body}\n" + "".join(f"{note}\n" for note in notes))
+                parts.append(f"{self._shown(path)}:\n{body}\n" + "".join(f"{note}\n" for note in notes))
             except (ToolError, FsError) as error:
-                parts.append(f"{path}: Error - {error}")
+                parts.append(f"{self._shown(path)}: Error - {error}")
             ctx.report_progress(index + 1, len(paths))
         return _result("\n---\n".join(parts))
+
+    def _shown(self, path: str) -> str:
+        """A client's path as answers spell it: under its root's given spelling (as given when it
+        names no place inside a root, which the error then says)."""
+        try:
+            return self.sandbox.locate(path).display
+        except FsError:
+            return path
 
     async def _text_sizes(self, paths: list[str]) -> int:
         """How much text reading ``paths`` can give (each file up to --max-read-bytes; unreadable: 0)."""
@@ -365,8 +374,8 @@ class FsTools:
         return replacement.location
 
     async def write_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        await self._replace(arguments["path"], _utf8(arguments["content"], "content"))
-        return _result(f"Successfully wrote to {arguments['path']}")
+        location = await self._replace(arguments["path"], _utf8(arguments["content"], "content"))
+        return _result(f"Successfully wrote to {location.display}")
 
     async def edit_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         path = arguments["path"]
@@ -410,12 +419,12 @@ class FsTools:
         return _result(report, notes, diff=diff, applied=not dry_run and changed != original)
 
     async def create_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        await sandboxed(self.sandbox.make_directories, arguments["path"])
-        return _result(f"Successfully created directory {arguments['path']}")
+        location = await sandboxed(self.sandbox.make_directories, arguments["path"])
+        return _result(f"Successfully created directory {location.display}")
 
     async def move_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        await sandboxed(self.sandbox.move, arguments["source"], arguments["destination"])
-        return _result(f"Successfully moved {arguments['source']} to {arguments['destination']}")
+        source, destination = await sandboxed(self.sandbox.move, arguments["source"], arguments["destination"])
+        return _result(f"Successfully moved {source.display} to {destination.display}")
 
     async def delete_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         path = arguments["path"]
@@ -694,8 +703,13 @@ class FsTools:
         return _result(body, size=info.st_size, type=kind)
 
     async def list_allowed_directories(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        directories = [root.display for root in self.sandbox.roots]
-        return _result("Allowed directories:\n" + "\n".join(directories), directories=directories)
+        roots = self.sandbox.roots
+        directories = [root.display for root in roots]
+        # A root given through a link also shows where it leads; answers spell paths the first way.
+        lines = [root.display if root.real == root.display else f"{root.display} (a link to {root.real}; paths under "
+                 f"either work, answers use {root.display})" for root in roots]
+        return _result("Allowed directories:\n" + "\n".join(lines), directories=directories,
+                       resolved=[root.real for root in roots])
 
 
 # --- helpers ---------------------------------------------------------------------------------------

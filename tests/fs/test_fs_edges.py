@@ -237,13 +237,13 @@ def test_a_link_to_a_name_longer_than_255_bytes_is_invalid_and_leaks_no_descript
         root_dir: Path, sandbox: Sandbox) -> None:
     os.symlink("x" * 300, root_dir / "long_link")
     before = open_fds()
-    with pytest.raises(InvalidPath, match="File name too long: long_link"):
+    with pytest.raises(InvalidPath, match="File name too long: /.*/root/long_link"):
         sandbox.open_file("long_link")
     assert open_fds() == before
 
 
 def test_a_file_used_as_a_directory_is_the_wrong_kind(sandbox: Sandbox) -> None:
-    with pytest.raises(WrongKind, match="A component of file.txt/x is not a directory"):
+    with pytest.raises(WrongKind, match="A component of /.*/root/file.txt/x is not a directory"):
         sandbox.open_file("file.txt/x")
 
 
@@ -362,7 +362,7 @@ def test_a_directory_the_system_will_not_remove_fails_with_its_reason_and_stays(
     with pytest.raises(FsError) as caught:
         sandbox.delete("mounted")
     assert type(caught.value) is FsError
-    assert str(caught.value) == "mounted: Device or resource busy"
+    assert str(caught.value) == f"{root_dir / 'mounted'}: Device or resource busy"  # the root's spelling
     assert (root_dir / "mounted").is_dir()
 
 
