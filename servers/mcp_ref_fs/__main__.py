@@ -111,6 +111,7 @@ def parse_arguments(argv: list[str]) -> Config:
         max_entries=options.max_entries,
         search_seconds=options.search_seconds,
         task_search_seconds=options.task_search_seconds,
+        max_calls_per_second=options.max_calls_per_second,
     )
 
 

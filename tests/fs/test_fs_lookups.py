@@ -109,11 +109,11 @@ def test_forty_links_in_one_lookup_resolve_and_forty_one_do_not_as_in_the_kernel
 @pytest.mark.req("FS-LOOKUP-OFF-LOOP")
 @pytest.mark.parametrize("act", ACTS)
 @pytest.mark.parametrize("mechanism", MECHANISMS)
-def test_ping_is_answered_while_costly_lookups_run(tmp_path: Path, mechanism: str, act: str) -> None:
+def test_other_requests_are_answered_while_costly_lookups_run(tmp_path: Path, mechanism: str, act: str) -> None:
     # Each path goes through a link near the bottom of a 300-level tree: a legal lookup of some
-    # hundreds of system calls. Sent in one write, the ping's request is read with the reads':
-    # on the event loop, the 100 lookups of read_multiple_files ran before the ping was served
-    # (its answer came first); now each runs in a worker thread and the ping is answered meanwhile.
+    # hundreds of system calls. Sent in one write, a server/discover is read with the reads': on
+    # the event loop, the 100 lookups of read_multiple_files ran before it was served (their
+    # answer came first); now each runs in a worker thread and server/discover is answered meanwhile.
     root = tmp_path / "root"
     root.mkdir()
     deep = _deep(root, 300)
@@ -123,9 +123,9 @@ def test_ping_is_answered_while_costly_lookups_run(tmp_path: Path, mechanism: st
     path = f"{root}/{deep}/link/file.txt"
     with _server(root, mechanism, act) as server:
         server.send_raw(encode_line(tool_call(1, "read_multiple_files", {"paths": [path] * 100}))
-                        + encode_line(modern_request(2, "ping")))
+                        + encode_line(modern_request(2, "server/discover")))
         first, second = server.read_message(timeout=30), server.read_message(timeout=30)
-        assert [first["id"], second["id"]] == [2, 1], "the ping waited for the lookups: they ran on the event loop"
+        assert [first["id"], second["id"]] == [2, 1] and "supportedVersions" in first["result"], "server/discover waited for the lookups: they ran on the event loop"
         assert _text(second).count("deep\n") == 100
 
 
