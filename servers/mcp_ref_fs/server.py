@@ -2,7 +2,7 @@
 
 Layers, top to bottom (each its own module): ``__main__`` (command line -> ``Config``) ->
 ``server`` (this wiring) -> ``tools`` / ``resources`` / ``watch`` (the MCP features) ->
-``content`` / ``patterns`` (pure text helpers) -> ``root`` (THE sandbox; the only module that
+``content`` / ``patterns`` / ``grep`` (pure text helpers) -> ``root`` (THE sandbox; the only module that
 touches the file system by name) -> ``_confine_*`` (how directories are opened beneath a root).
 """
 

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import stat
+import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
@@ -588,7 +589,7 @@ class FsTools:
 
     async def grep_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         # Imported on first use, like the globs below: start-up does not pay for it.
-        from .patterns import GrepTimeout, GrepTooSlow, compile_grep
+        from .grep import GrepTimeout, GrepTooSlow, compile_grep
 
         try:
             grep = compile_grep(arguments["pattern"], ignore_case=arguments.get("ignoreCase", False),
@@ -726,8 +727,6 @@ class _GrepFound:
     event loop can answer with it at the deadline while the worker is still searching."""
 
     def __init__(self) -> None:
-        import threading
-
         self._lock = threading.Lock()
         self._lines: list[str] = []
         self._matches: list[dict[str, Any]] = []

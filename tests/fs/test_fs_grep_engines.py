@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from mcp_ref_fs import patterns
+from mcp_ref_fs import grep
 from tests.fs.conftest import fs_command
 from tests.wire import ServerProcess, result_of, tool_call
 
@@ -93,9 +93,9 @@ TEXTS = [
 @pytest.mark.parametrize("pattern", PATTERNS)
 @pytest.mark.parametrize("ignore_case", [False, True])
 def test_re2_and_the_backtracking_engine_find_the_same_lines(pattern: str, ignore_case: bool, monkeypatch: pytest.MonkeyPatch) -> None:
-    linear = patterns.compile_grep(pattern, ignore_case=ignore_case)
+    linear = grep.compile_grep(pattern, ignore_case=ignore_case)
     monkeypatch.setenv("MCP_REF_FS_GREP", "regex")
-    backtracking = patterns.compile_grep(pattern, ignore_case=ignore_case)
+    backtracking = grep.compile_grep(pattern, ignore_case=ignore_case)
     assert not backtracking.linear
     deadline = time.monotonic() + 30
     for text in TEXTS:
@@ -107,7 +107,7 @@ def test_re2_and_the_backtracking_engine_find_the_same_lines(pattern: str, ignor
 @pytest.mark.req("FS-GREP-ENGINES")
 @needs_re2
 def test_re2_runs_only_patterns_it_means_the_same_way() -> None:
-    assert patterns.compile_grep(r"(a+)+$").linear
-    assert patterns.compile_grep(r"\w+").linear  # on ASCII (or exact) text only: checked per file
+    assert grep.compile_grep(r"(a+)+$").linear
+    assert grep.compile_grep(r"\w+").linear  # on ASCII (or exact) text only: checked per file
     for python_only in (r"(a)\1", r"(?<=x)y", r"a++", r"(?>a)", r"a{,3}", r"\N{DIGIT ONE}", r"(?x) a"):
-        assert not patterns.compile_grep(python_only).linear, python_only
+        assert not grep.compile_grep(python_only).linear, python_only
