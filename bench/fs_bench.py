@@ -52,7 +52,9 @@ LEGACY_VERSION = "2025-11-25"
 WINDOW = 32  # requests in flight in the pipelined workloads
 IDLE_SECONDS = 120.0  # no output for this long with an answer due: the server is stuck
 NEEDLE = "needle_7f3a9"  # the grep literal; the generated words never contain it
-REF_LIMITS = ["--max-entries", "1000000"]  # same work as the peers: no 1000-entry cap on trees and searches
+# Same work as the peers: no 1000-entry cap on trees and searches, and no pacing of calls (the
+# workloads send thousands back to back, as a runaway loop would; the peers pace none).
+REF_LIMITS = ["--max-entries", "1000000", "--max-calls-per-second", "0"]
 
 
 class Wrong(core.BenchError):

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
 from .meta import LOG_LEVEL_RANK, client_has_capability, is_log_level
 from .mrtr import InputRequired, validate_input_response
@@ -81,6 +81,8 @@ class RequestContext:
         self._task_id: str | None = None
         self._task_status: Callable[[str], None] | None = None
         self._task_requested = False  # run_as_task() was accepted: progress is no longer notified
+        # Set by the dispatcher: reserves answer bytes on the connection's output budget.
+        self._reserve: Callable[[int], Awaitable[None]] | None = None
 
     # --- lifecycle (set by the dispatcher) -------------------------------------------------------
 
@@ -159,6 +161,20 @@ class RequestContext:
             params["logger"] = logger
         self._emit({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
         return True
+
+    # --- large answers ------------------------------------------------------------------------------
+
+    async def reserve_output(self, nbytes: int) -> None:
+        """Reserve ``nbytes`` (an estimate of this request's answer on the wire) before making a
+        large answer, such as a file's base64: waits while other reserved answers on this
+        connection hold the output budget (``mcp_ref.outputbudget``), and holds the bytes until the
+        answer has left the process (or the request ends unanswered). Call it before reading or
+        building anything big, so that a client sending many such requests, and maybe never
+        reading, keeps the server's memory bounded; small answers need none. Several calls add up.
+        Cancel-safe; without a budget (a context not served by a dispatcher, or a call that is
+        already a task, whose result waits in the task store) it returns at once."""
+        if nbytes > 0 and self._reserve is not None and not self._cancelled:
+            await self._reserve(nbytes)
 
     # --- tasks (the io.modelcontextprotocol/tasks extension) --------------------------------------
 

@@ -74,6 +74,7 @@ from .meta import SERVER_INFO, carries_modern_meta, parse_progress_token, parse_
 from .meta import client_has_capability
 from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, check_input_request, parse_input_responses, required_capability, validate_input_response
 from .outgoing import ClientRequestFailed, Outgoing, legacy_wire_request, unsupported_by_version
+from .outputbudget import DEFAULT_MAX_RESERVED_OUTPUT_BYTES, OutputBudget
 from .versions import MODERN_VERSIONS
 from .wire import BadMessage, ClientResponse, Event, Notification, Request, encode_message, encode_message_parts, error_response, is_valid_id, result_response
 
@@ -145,7 +146,10 @@ class MessageSink(Protocol):
 
         A sink may also offer ``write_parts(parts)``: one line given as consecutive buffers
         (``wire.encode_message_parts``), queued without joining them (``stdio._Output`` does);
-        without it, the dispatcher joins them and calls ``write``."""
+        without it, the dispatcher joins them and calls ``write``. And ``when_written(callback)``:
+        call ``callback()`` once every byte queued so far has left (or never will); a request's
+        reserved output (``RequestContext.reserve_output``) is held until then. Without it, the
+        reservation ends when the answer is queued."""
 
     async def drain(self) -> None:
         """Wait until the queued lines have been handed to the OS (backpressure)."""
@@ -154,7 +158,7 @@ class MessageSink(Protocol):
 class InFlight:
     """A request being served."""
 
-    __slots__ = ("task", "method", "context", "cancelled", "cost")
+    __slots__ = ("task", "method", "context", "cancelled", "cost", "reserved", "written")
 
     def __init__(self, task: asyncio.Task[None], method: str, cost: int = 0) -> None:
         self.task = task
@@ -162,6 +166,8 @@ class InFlight:
         self.context: RequestContext | None = None
         self.cancelled = False
         self.cost = cost  # the request's estimated parsed size (wire.Request.cost), counted in in_flight_cost
+        self.reserved = 0  # bytes held on the output budget for its answer (reserve_output)
+        self.written = False  # its answer is queued: nothing more of it to budget
 
 
 class LegacyRounds:
@@ -197,9 +203,12 @@ def _has_capability(capabilities: dict[str, Any], needed: str) -> bool:
 class Dispatcher:
     """Routes client messages to the server's handlers and writes the answers to a ``MessageSink``."""
 
-    def __init__(self, server: Server, sink: MessageSink, *, max_concurrency: int = 64) -> None:
+    def __init__(self, server: Server, sink: MessageSink, *, max_concurrency: int = 64,
+                 max_reserved_output_bytes: int = DEFAULT_MAX_RESERVED_OUTPUT_BYTES) -> None:
         self.server = server
         self._sink = sink
+        #: Bytes of large answers being made or waiting to leave (``RequestContext.reserve_output``).
+        self.output_budget = OutputBudget(max_reserved_output_bytes)
         # A response line goes to the sink in parts where it takes them (see MessageSink).
         self._write_parts: Callable[[list[bytes]], None] = getattr(sink, "write_parts", None) or self._write_joined
         self._in_flight: dict[tuple[type, Any], InFlight] = {}
@@ -309,6 +318,7 @@ class Dispatcher:
         # (which cost ~5 us a message under pipelined load; bench/README.md).
         entry.context = None
         self.in_flight_cost -= entry.cost
+        self._release_output(entry, at_once=True)  # cancelled or unanswered: nothing will leave
         if self._in_flight.get(key) is entry:  # the id may belong to a newer request by now
             del self._in_flight[key]
         self._draining.discard(entry.task)
@@ -366,8 +376,31 @@ class Dispatcher:
             why = TOO_MANY_DIGITS if too_many_digits(exc) else "it could not be encoded as JSON"
             parts = encode_message_parts(error_response(request.id, InternalError(f"Internal error: the {request.method} result was not sent: {why}")))
         self._write_parts(parts)
+        entry.written = True
+        self._release_output(entry)
         self._answered(_key(request.id), entry)
         await self._sink.drain()
+
+    async def _reserve_output(self, entry: InFlight, nbytes: int) -> None:
+        """``RequestContext.reserve_output`` of this request (nothing once its answer is queued)."""
+        if entry.written or entry.cancelled:
+            return
+        await self.output_budget.acquire(nbytes, now=entry.reserved > 0)
+        entry.reserved += nbytes
+        if entry.written or entry.context is None:  # answered (or over) while it waited
+            self._release_output(entry, at_once=True)
+
+    def _release_output(self, entry: InFlight, *, at_once: bool = False) -> None:
+        """Give back a request's reserved output: once its answer has left, where the sink can say."""
+        held, entry.reserved = entry.reserved, 0
+        if not held:
+            return
+        budget = self.output_budget
+        when_written = None if at_once else getattr(self._sink, "when_written", None)
+        if when_written is None:
+            budget.release(held)
+        else:
+            when_written(lambda: budget.release(held))
 
     async def _answer(self, request: Request, entry: InFlight) -> dict[str, Any]:
         """The response to one request: its result, or the error that replaces it."""
@@ -488,6 +521,7 @@ class Dispatcher:
         context = self._modern_context(request) if modern else self._legacy_context(request, rounds)
         entry.context = context
         context._emit = self._emitter_for(entry)
+        context._reserve = lambda nbytes: self._reserve_output(entry, nbytes)
         context._cancelled = entry.cancelled
         limit = self.server.rate_limits.get(request.method)
         try:

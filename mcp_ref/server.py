@@ -533,7 +533,7 @@ class Server:
 
         ``options`` go to :func:`mcp_ref.stdio.serve_stdio` (``max_line_bytes``,
         ``shutdown_grace_seconds``, ``max_concurrency``, ``max_in_flight_bytes``,
-        ``flush_timeout_seconds``).
+        ``max_reserved_output_bytes``, ``flush_timeout_seconds``).
         """
         from .stdio import run_stdio
 

@@ -76,6 +76,7 @@ from . import stderr
 from ._stdio_threads import ReaderThread, WriterThread
 from .dispatcher import Dispatcher
 from .errors import InternalError
+from .outputbudget import DEFAULT_MAX_RESERVED_OUTPUT_BYTES
 from .wire import (
     CANCELLED,
     DEFAULT_MAX_LINE_BYTES,
@@ -186,6 +187,10 @@ class _Output:
         self._closed = False
         self._shedding = False
         self.shed = 0  # optional notifications dropped while the client was not reading
+        # when_written: bytes ever queued and ever taken by the OS, and (mark, callback) in order.
+        self._queued_total = 0
+        self._sent_total = 0
+        self._written_waiters: deque[tuple[int, Callable[[], None]]] = deque()
 
     def open(self, loop: asyncio.AbstractEventLoop, *, threaded: bool = False) -> None:
         self._loop = loop
@@ -236,12 +241,28 @@ class _Output:
                     self._write_blocking(part)
             return
         self._queue.extend(parts)
-        self.buffered += sum(map(len, parts))
+        size = sum(map(len, parts))
+        self.buffered += size
+        self._queued_total += size
         if not self._flush_scheduled and not self._waiting_writable:
             # Lines queued in the same loop iteration leave in one writev.
             self._flush_scheduled = True
             assert self._loop is not None
             self._loop.call_soon(self._flush)
+
+    def when_written(self, callback: Callable[[], None]) -> None:
+        """Call ``callback()`` once every byte queued so far has been taken by the OS, or at once
+        when nothing is pending; also when stdout is lost or closed (nothing more will leave).
+        The dispatcher holds a request's reserved output (``mcp_ref.outputbudget``) until then."""
+        if self._sent_total >= self._queued_total or self.lost or self._closed:
+            callback()
+        else:
+            self._written_waiters.append((self._queued_total, callback))
+
+    def _call_written(self, everything: bool = False) -> None:
+        waiters = self._written_waiters
+        while waiters and (everything or waiters[0][0] <= self._sent_total):
+            waiters.popleft()[1]()
 
     def write_optional(self, line: bytes) -> None:
         """Queue a line the client can do without (a request's progress or log notification),
@@ -336,6 +357,7 @@ class _Output:
                 self._lose(exc)
                 return
             self.buffered -= written
+            self._sent_total += written
             taken = written
             while taken:
                 head = queue[0]
@@ -353,6 +375,8 @@ class _Output:
     def _progress(self) -> None:
         """Output was taken: wake drain() waiters and paused input at the low-water mark, and
         close() once everything is out."""
+        if self._written_waiters:
+            self._call_written()
         if self.buffered <= WRITE_LOW_WATER:
             if self._shedding:
                 self._shedding = False
@@ -390,6 +414,7 @@ class _Output:
         if self.lost or self._closed:
             return
         self.buffered -= written
+        self._sent_total += written
         self._progress()
 
     def _batch_done(self) -> None:
@@ -431,6 +456,8 @@ class _Output:
         for future in (self._room, self._flushed):
             if future is not None and not future.done():
                 future.set_result(None)
+        if self.lost or self._closed:
+            self._call_written(everything=True)
 
     def _stop_watching(self) -> None:
         if self._writer is not None:
@@ -470,10 +497,12 @@ class StdioSession:
         max_in_flight_bytes: int = DEFAULT_MAX_IN_FLIGHT_BYTES,
         flush_timeout_seconds: float = DEFAULT_FLUSH_TIMEOUT_SECONDS,
         stdio_mode: str = "auto",
+        max_reserved_output_bytes: int = DEFAULT_MAX_RESERVED_OUTPUT_BYTES,
     ) -> None:
         if stdio_mode not in STDIO_MODES:
             raise ValueError(f"stdio_mode must be one of {', '.join(STDIO_MODES)}, not {stdio_mode!r}")
-        for name, value in (("max_line_bytes", max_line_bytes), ("max_concurrency", max_concurrency), ("max_in_flight_bytes", max_in_flight_bytes)):
+        for name, value in (("max_line_bytes", max_line_bytes), ("max_concurrency", max_concurrency), ("max_in_flight_bytes", max_in_flight_bytes),
+                            ("max_reserved_output_bytes", max_reserved_output_bytes)):
             if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
                 raise ValueError(f"{name} must be a positive integer, not {value!r}")
         for name, seconds in (("shutdown_grace_seconds", shutdown_grace_seconds), ("flush_timeout_seconds", flush_timeout_seconds)):
@@ -486,6 +515,7 @@ class StdioSession:
         self._flush_timeout = float(flush_timeout_seconds)
         self._max_concurrency = max_concurrency
         self._max_in_flight_bytes = max_in_flight_bytes
+        self._max_reserved_output_bytes = max_reserved_output_bytes
         self._dispatcher: Dispatcher | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Event | None = None
@@ -722,7 +752,8 @@ class StdioSession:
         if self.stdio_mode == "auto":
             self.stdio_mode = choose_stdio_mode(self._loop, self._in_fd, "auto")
         self._output.open(self._loop, threaded=self.stdio_mode == "threads")
-        self._dispatcher = Dispatcher(self.server, self._output, max_concurrency=self._max_concurrency)
+        self._dispatcher = Dispatcher(self.server, self._output, max_concurrency=self._max_concurrency,
+                                      max_reserved_output_bytes=self._max_reserved_output_bytes)
         # A requestState the client could not send back within the line limit is never issued.
         self.server.sealer.max_line_bytes = self._reader.max_line_bytes
         self._start_reading()

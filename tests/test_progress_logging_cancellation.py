@@ -700,7 +700,7 @@ async def test_cancel_in_flight_cancels_running_requests_without_answering_them(
 # --- rate limits ------------------------------------------------------------------------------------
 
 
-@pytest.mark.req("TOOLS-RATE-LIMIT", "COMPL-RATE-LIMIT-REQUESTS", "COMPL-SECURITY-RATE-LIMIT")
+@pytest.mark.req("TOOLS-RATE-LIMIT")
 async def test_a_rate_limit_paces_calls_beyond_the_burst():
     server = Server("paced", "1", rate_limits={"tools/call": RateLimit(per_second=20, burst=2)})
 

@@ -40,7 +40,9 @@ claude-code 40000, codex-mcp-client 10000; 10000 for any other) and says in its 
 showed and the exact arguments of the next call. A read returns at most --max-read-bytes of text, a
 media file or resource read at most --max-media-bytes, and a listing, tree, search or grep at most
 --max-entries entries (with a note saying the answer was cut). Searches stop after
---search-seconds, or --task-search-seconds when the call runs as a task: a client that declares
+--search-seconds of wall-clock time (one regular-expression search of the backtracking engine
+also stops after 1 s plus 0.1 s per MiB of text), or --task-search-seconds when the call runs as
+a task: a client that declares
 the io.modelcontextprotocol/tasks extension gets a task handle for a directory_tree,
 search_files or grep_files still running after 0.1 s, and polls it (tasks/get) while the
 task's status message counts what was searched.
@@ -53,6 +55,9 @@ environment variables:
                       relative to the held directory where the system has them, else paths), at,
                       or paths (the held directory's path: what Windows uses; selectable on Linux
                       for testing)
+  MCP_REF_FS_GREP     grep_files' engine: auto (the default: RE2, linear in time, for the patterns
+                      it runs exactly as Python means them, the regex module for the rest) or regex
+                      (the regex module for all)
   MCP_REF_LOG_LEVEL   the server's log on stderr: DEBUG, INFO, WARNING (default), ERROR, CRITICAL
   and the mcp-ref library's MCP_REF_STATE_KEY, MCP_REF_MAX_LINE_BYTES,
   MCP_REF_SHUTDOWN_GRACE_SECONDS, MCP_REF_MAX_CONCURRENCY and MCP_REF_STDIO (see the README's
@@ -110,6 +115,7 @@ def parse_arguments(argv: list[str]) -> Config:
         search_seconds=options.search_seconds,
         task_search_seconds=options.task_search_seconds,
         max_answer_bytes=options.max_answer_bytes,
+        max_calls_per_second=options.max_calls_per_second,
     )
 
 

@@ -20,7 +20,7 @@ import os
 import platform
 from typing import Sequence
 
-from ._confine_walk import FollowLink, WalkMechanism, reopen
+from ._confine_walk import Budget, FollowLink, WalkMechanism, reopen
 
 # include/uapi/linux/openat2.h
 RESOLVE_NO_MAGICLINKS = 0x02
@@ -46,7 +46,7 @@ class Openat2Mechanism:
         self._syscall.restype = ctypes.c_long
         self._number = _SYS_OPENAT2[platform.machine()]
         self._how = _OpenHow(_DIR_FLAGS, 0, RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS)
-        self._walk = WalkMechanism()
+        self._walk = WalkMechanism(open_beneath=self._open_beneath)
 
     def _openat2(self, dir_fd: int, path: bytes) -> int:
         fd = self._syscall(self._number, dir_fd, path, ctypes.byref(self._how), ctypes.sizeof(self._how))
@@ -55,9 +55,16 @@ class Openat2Mechanism:
             raise OSError(code, os.strerror(code))
         return fd
 
-    def open_dir(self, root_fd: int, parts: Sequence[str], follow: FollowLink) -> tuple[int, tuple[str, ...]]:
+    def _open_beneath(self, dir_fd: int, parts: Sequence[str]) -> int:
+        """The directory at ``parts`` beneath ``dir_fd``, in one call, provided no link is on the way."""
+        return self._openat2(dir_fd, os.fsencode("/".join(parts)))
+
+    def open_dir(self, root_fd: int, parts: Sequence[str], follow: FollowLink,
+                 budget: Budget | None = None) -> tuple[int, tuple[str, ...]]:
         """As :meth:`WalkMechanism.open_dir`. When the kernel resolved the path there was no link
         on it, so the components are reported as given."""
+        if budget is not None:
+            budget.step()
         if not parts:
             return reopen(root_fd), ()
         try:
@@ -66,7 +73,7 @@ class Openat2Mechanism:
             # ENAMETOOLONG: the joined path may exceed PATH_MAX where each component, walked alone, does not.
             if error.errno not in (errno.EXDEV, errno.ELOOP, errno.EAGAIN, errno.ENAMETOOLONG):
                 raise
-        return self._walk.open_dir(root_fd, parts, follow)
+        return self._walk.open_dir(root_fd, parts, follow, budget)
 
 
 def available() -> bool:

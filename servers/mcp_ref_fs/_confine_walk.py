@@ -10,6 +10,15 @@ Why this is race-free: every step is ``openat(parent_fd, name, O_NOFOLLOW | O_DI
 Swapping a directory for a link between two steps makes that step fail (``ELOOP`` or
 ``ENOTDIR``) instead of following the link, and the link is then judged by ``follow`` from its
 text. Nothing is ever opened through a path string that could have changed since it was checked.
+
+What a lookup may cost is bounded by its ``Budget``: one allowance of link hops for the whole
+lookup (``MAX_LINK_HOPS``, as the kernel's ``MAXSYMLINKS``: intermediate links here and final
+links in ``root.Sandbox._lookup`` draw on the same one, so a chain of links cannot multiply the
+work), and, for a lookup that must stay cheap because it runs on the event loop, a number of
+system calls (``Meter``); past it, ``Costly`` is raised and the caller does the lookup again in a
+worker thread. After a link, the part of the rewritten path that is known to hold no link (the
+directories just walked through) is opened again by ``open_beneath`` in one call where the
+mechanism has one (``openat2``), and walked again otherwise.
 """
 
 from __future__ import annotations
@@ -28,6 +37,46 @@ _DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | _O_CLOE
 MAX_LINK_HOPS = 40
 
 
+class Costly(Exception):
+    """Work asked to stay cheap (on the event loop) would not be: a lookup that would make more
+    system calls than its ``Meter`` allows, or a listing too big or holding links to resolve. The
+    caller does it again in a worker thread, where nothing limits the calls."""
+
+
+class Meter:
+    """System calls an operation on the event loop may still make (shared by its lookups)."""
+
+    __slots__ = ("steps",)
+
+    def __init__(self, steps: int) -> None:
+        self.steps = steps
+
+    def spend(self, count: int = 1) -> None:
+        self.steps -= count
+        if self.steps < 0:
+            raise Costly("the lookup needs more system calls than the event loop may spend on it")
+
+
+class Budget:
+    """What one lookup may still spend: ``hops`` links followed, and system calls on ``meter``
+    (None: as many as it takes, in a worker thread)."""
+
+    __slots__ = ("hops", "meter")
+
+    def __init__(self, meter: Meter | None = None) -> None:
+        self.hops = MAX_LINK_HOPS
+        self.meter = meter
+
+    def step(self, count: int = 1) -> None:
+        if self.meter is not None:
+            self.meter.spend(count)
+
+    def hop(self) -> None:
+        """One more link followed: ``ELOOP`` past ``MAX_LINK_HOPS`` for the whole lookup."""
+        self.hops -= 1
+        if self.hops < 0:
+            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
+
 
 def reopen(dir_fd: int) -> int:
     """A new open file description of the directory ``dir_fd`` refers to.
@@ -43,38 +92,52 @@ def reopen(dir_fd: int) -> int:
 FollowLink = Callable[[tuple[str, ...], str, tuple[str, ...]], tuple[str, ...]]
 
 
+# open_beneath(root_fd, parts) -> an fd of the directory at parts, which must hold no link
+# (openat2 with RESOLVE_NO_SYMLINKS); raises OSError otherwise.
+OpenBeneath = Callable[[int, Sequence[str]], int]
+
+
 class WalkMechanism:
     """Open directories beneath a root fd by walking one component at a time."""
 
     name = "walk"
 
-    def open_dir(self, root_fd: int, parts: Sequence[str], follow: FollowLink) -> tuple[int, tuple[str, ...]]:
+    def __init__(self, open_beneath: OpenBeneath | None = None) -> None:
+        self._open_beneath = open_beneath
+
+    def open_dir(self, root_fd: int, parts: Sequence[str], follow: FollowLink,
+                 budget: Budget | None = None) -> tuple[int, tuple[str, ...]]:
         """An fd of the directory at ``parts`` beneath ``root_fd``, and its resolved components.
 
         The caller owns the returned fd. Links along the way are resolved through ``follow``;
-        raises ``OSError`` (``ENOENT``, ``ENOTDIR``, ``EACCES``, ``ELOOP`` for too many links) or
-        whatever ``follow`` raises.
+        raises ``OSError`` (``ENOENT``, ``ENOTDIR``, ``EACCES``, ``ELOOP`` once ``budget`` has no
+        hop left), ``Costly`` once its meter is spent, or whatever ``follow`` raises.
         """
+        budget = budget if budget is not None else Budget()
         pending = tuple(parts)
-        hops = 0
+        known = 0  # leading components of ``pending`` just walked through: directories, no link
         while True:
-            fd = reopen(root_fd)
-            resolved: list[str] = []
+            fd, start = self._reopen_prefix(root_fd, pending, known, budget)
+            resolved: list[str] = list(pending[:start])
             try:
-                for index, name in enumerate(pending):
+                for index in range(start, len(pending)):
+                    name = pending[index]
+                    budget.step()
                     try:
                         next_fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
                     except OSError as error:
                         if error.errno not in (errno.ELOOP, errno.ENOTDIR, errno.EMLINK):
                             raise
+                        budget.step()
                         info = os.stat(name, dir_fd=fd, follow_symlinks=False)
                         if not stat.S_ISLNK(info.st_mode):
                             raise OSError(errno.ENOTDIR, os.strerror(errno.ENOTDIR)) from None
-                        hops += 1
-                        if hops > MAX_LINK_HOPS:
-                            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP)) from None
+                        budget.hop()
+                        budget.step()
                         target = os.readlink(name, dir_fd=fd)
-                        pending = follow(tuple(resolved), target, tuple(pending[index + 1 :]))
+                        prefix = tuple(resolved)
+                        pending = follow(prefix, target, tuple(pending[index + 1 :]))
+                        known = _common(prefix, pending)
                         break
                     os.close(fd)
                     fd = next_fd
@@ -84,4 +147,27 @@ class WalkMechanism:
             except BaseException:
                 os.close(fd)
                 raise
-            os.close(fd)  # restart from the root with the rewritten path
+            os.close(fd)  # start again from the root (or the known prefix) with the rewritten path
+
+    def _reopen_prefix(self, root_fd: int, pending: tuple[str, ...], known: int, budget: Budget) -> tuple[int, int]:
+        """An fd to walk on from, and how many components of ``pending`` it stands for: the root
+        (0), or the ``known`` link-free prefix opened in one call where ``open_beneath`` exists.
+        Should that fail (the tree changed meanwhile), the walk takes it one name at a time."""
+        if known and self._open_beneath is not None:
+            budget.step()
+            try:
+                return self._open_beneath(root_fd, pending[:known]), known
+            except OSError:
+                pass
+        budget.step()
+        return reopen(root_fd), 0
+
+
+def _common(these: tuple[str, ...], those: tuple[str, ...]) -> int:
+    """The number of leading components two paths share."""
+    count = 0
+    for this, that in zip(these, those):
+        if this != that:
+            break
+        count += 1
+    return count

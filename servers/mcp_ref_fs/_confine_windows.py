@@ -69,6 +69,7 @@ from typing import Any, Callable, Sequence
 
 from . import winpaths
 from ._act import PathAct
+from ._confine_walk import MAX_LINK_HOPS, Budget
 
 FollowLink = Callable[[tuple[str, ...], str, tuple[str, ...]], tuple[str, ...]]
 
@@ -89,7 +90,7 @@ INVALID_HANDLE_VALUE = ctypes.c_void_p(-1).value
 # A reparse tag with this bit names another file (symbolic links, junctions, mount points).
 REPARSE_TAG_NAME_SURROGATE = 0x20000000
 IO_REPARSE_TAG_MOUNT_POINT = 0xA0000003
-MAX_REPARSE_HOPS = 40
+MAX_REPARSE_HOPS = MAX_LINK_HOPS  # for the whole lookup (its Budget), as on POSIX
 # Directories are held without FILE_SHARE_DELETE: they cannot be renamed or removed meanwhile.
 HOLD_SHARE = FILE_SHARE_READ | FILE_SHARE_WRITE
 # Files being read do not stop others from replacing or deleting them (an editor saving).
@@ -264,13 +265,16 @@ class WindowsMechanism:
     def __init__(self, api: Any = None) -> None:
         self._api = api if api is not None else Kernel32()
 
-    def open_dir(self, root: WindowsDirectory, parts: Sequence[str], follow: FollowLink | None = None) -> tuple[WindowsDirectory, tuple[str, ...]]:
+    def open_dir(self, root: WindowsDirectory, parts: Sequence[str], follow: FollowLink | None = None,
+                 budget: Budget | None = None) -> tuple[WindowsDirectory, tuple[str, ...]]:
         """The directory at ``parts`` beneath the held ``root``, held, and the components really
         opened (as the POSIX mechanisms report them). A reparse point on the way is judged by its
         target's final path through ``follow`` (the root's link policy; without one, it must lie
         inside the root). Raises what ``follow`` raises, ``Escape``, ``winpaths.WindowsPathError``
-        or ``OSError``; leaves no handle open then."""
+        or ``OSError`` (``ELOOP`` once ``budget``, the lookup's, has no hop left), or ``Costly`` once
+        its meter is spent; leaves no handle open then."""
         api = self._api
+        budget = budget if budget is not None else Budget()
         for name in parts:
             winpaths.check_component(name)
         base = winpaths.parse_absolute(root.root, check=False)
@@ -282,22 +286,24 @@ class WindowsMechanism:
             return tuple(winpaths.below(winpaths.parse_absolute(final, check=False), base) or ()) + remaining
 
         pending = tuple(parts)
-        hops = 0
         while True:
             held: list[int] = []
             try:
                 current = base
                 for index, name in enumerate(pending):
                     current = winpaths.WinPath(current.anchor, current.parts + (name,))
+                    budget.step()
                     try:
                         held.append(_open_held_directory(api, str(current)))
                         continue
                     except OSError as error:
                         if error.errno != errno.ELOOP:
                             raise
-                    hops += 1
-                    if hops > MAX_REPARSE_HOPS:
-                        raise OSError(errno.ELOOP, "too many links and junctions")
+                    try:
+                        budget.hop()
+                    except OSError:
+                        raise OSError(errno.ELOOP, "too many links and junctions") from None
+                    budget.step()
                     target = api.open(long_path(str(current)), FILE_READ_ATTRIBUTES, READ_SHARE, DIRECTORY_FOLLOW)
                     try:
                         final = api.final_path(target)

@@ -11,6 +11,10 @@ DEFAULT_MAX_ENTRIES = 1000  # entries of one listing, tree, search or grep answe
 DEFAULT_SEARCH_SECONDS = 30.0  # wall time of one search_files or grep_files walk
 DEFAULT_TASK_SEARCH_SECONDS = 600.0  # the same, once the call runs as a task (tasks extension)
 MIN_ANSWER_BYTES = 2_000  # --max-answer-bytes: room for a page of data and its cue
+# tools/call and completion/complete per second, after a burst of RATE_BURST_SECONDS of them: a
+# model's host makes a few calls a second at most; a runaway loop makes thousands.
+DEFAULT_MAX_CALLS_PER_SECOND = 200.0
+RATE_BURST_SECONDS = 10
 
 
 class Config:
@@ -21,7 +25,8 @@ class Config:
     """
 
     __slots__ = ("roots", "read_only", "modern_only", "max_read_bytes", "max_media_bytes", "max_entries",
-                 "search_seconds", "task_search_seconds", "confinement", "max_answer_bytes")
+                 "search_seconds", "task_search_seconds", "confinement", "max_answer_bytes",
+                 "max_calls_per_second")
 
     roots: tuple[str, ...]
     read_only: bool
@@ -33,12 +38,14 @@ class Config:
     task_search_seconds: float
     confinement: str | None  # None: automatic (openat2 where available, else walk)
     max_answer_bytes: int | None  # None: the budget measured for the client (answers.answer_budget)
+    max_calls_per_second: float  # 0: no rate limit
 
     def __init__(self, roots: tuple[str, ...], read_only: bool = False, modern_only: bool = False,
                  max_read_bytes: int = DEFAULT_MAX_READ_BYTES, max_media_bytes: int = DEFAULT_MAX_MEDIA_BYTES,
                  max_entries: int = DEFAULT_MAX_ENTRIES, search_seconds: float = DEFAULT_SEARCH_SECONDS,
                  task_search_seconds: float = DEFAULT_TASK_SEARCH_SECONDS, confinement: str | None = None,
-                 max_answer_bytes: int | None = None) -> None:
+                 max_answer_bytes: int | None = None,
+                 max_calls_per_second: float = DEFAULT_MAX_CALLS_PER_SECOND) -> None:
         values = locals()
         for name in self.__slots__:
             object.__setattr__(self, name, values[name])

@@ -1,7 +1,10 @@
 """Running blocking file work off the event loop, so one big walk never stalls other requests.
 
 Small operations (an ``openat``, a ``stat``, reading a few KiB) take microseconds and run on the
-loop: a thread hop would cost more than the work. Anything proportional to the size of a tree or
+loop: a thread hop would cost more than the work. A sandbox operation goes through
+:func:`sandboxed`, which runs it on the loop only while its lookups stay within a few dozen
+system calls (``root.cheaply``) and otherwise, before it has changed anything, again in a thread:
+resolving a path through a deep tree or a chain of links can take thousands. Anything proportional to the size of a tree or
 of a large file runs in a worker thread through :func:`off_loop`, which also makes it stop
 promptly when the request is cancelled: the work receives a ``stop()`` callable and checks it
 between entries; cancelling the awaiting task sets it.
@@ -12,10 +15,14 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
-from typing import TYPE_CHECKING, Callable, TypeVar
+from typing import TYPE_CHECKING, Any, Callable, TypeVar
+
+from .root import Costly, cheaply
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
+
+    from mcp_ref import RequestContext
 
     from .root import AtomicReplace, OpenFile
 
@@ -34,6 +41,11 @@ IN_LOOP_READ_BYTES = 1024 * 1024
 # the time limit is still noticed within well under a millisecond, and a search of 10,000 names
 # saves the ~1.5 ms (10 %) that a call per entry costs.
 STOP_EVERY = 100
+
+# An answer estimated at this many bytes or more is reserved on the connection's output budget
+# (``RequestContext.reserve_output``) before the file is read, so memory stays bounded whatever a
+# client sends or fails to read; below it, the concurrency limit bounds what answers can hold.
+RESERVE_FROM_BYTES = 256 * 1024
 
 _pool: ThreadPoolExecutor | None = None
 
@@ -88,20 +100,71 @@ class Stop:
         self.cancelled = True
 
 
+# With ``at_deadline``, how long past its deadline the work still gets to answer for itself.
+DEADLINE_GRACE_SECONDS = 0.05
+
+
 async def off_loop(work: Callable[[Stop], T], *, seconds: float | None = None, task_seconds: float | None = None,
-                   in_task: Callable[[], bool] | None = None) -> T:
+                   in_task: Callable[[], bool] | None = None, at_deadline: Callable[[], T] | None = None) -> T:
     """Run ``work(stop)`` in a worker thread and return its result; cancellation sets ``stop``.
-    ``seconds`` limits it (``task_seconds`` once ``in_task()``, see ``Stop``)."""
+    ``seconds`` limits it (``task_seconds`` once ``in_task()``, see ``Stop``).
+
+    The work looks at ``stop()`` between steps, so a step that cannot look (one regular
+    expression search in C) could keep it past its deadline, and a process that was stopped or
+    starved of CPU would see the deadline late. With ``at_deadline``, the deadline is kept by the
+    clock of the event loop instead: once it has passed (by ``DEADLINE_GRACE_SECONDS``) and the
+    work has not returned, ``stop`` is set and ``at_deadline()`` (what the work has found so far)
+    is the result; the abandoned step ends on its own allowance and its result is dropped."""
     stop = Stop(seconds, task_seconds, in_task)
     future = asyncio.get_running_loop().run_in_executor(_executor(), work, stop)
     try:
+        while at_deadline is not None and not future.done():
+            deadline = stop.deadline
+            if deadline is None:
+                break
+            done, _ = await asyncio.wait((future,), timeout=max(0.0, deadline + DEADLINE_GRACE_SECONDS - time.monotonic()))
+            if not done and stop.deadline == deadline:  # not extended meanwhile (a call that became a task)
+                stop.timed_out = True
+                _abandon(stop, future)
+                return at_deadline()
         return await asyncio.shield(future)
     except asyncio.CancelledError:
-        stop.set()  # the thread notices at its next check and returns; nothing waits for it
-        # Nobody awaits the worker's outcome any more: retrieve it when it comes, so an error the
-        # abandoned work raises is not logged as "exception was never retrieved".
-        future.add_done_callback(lambda done: done.cancelled() or done.exception())
+        _abandon(stop, future)
         raise
+
+
+def _abandon(stop: Stop, future: asyncio.Future[Any]) -> None:
+    stop.set()  # the thread notices at its next check and returns; nothing waits for it
+    # Nobody awaits the worker's outcome any more: retrieve it when it comes, so an error the
+    # abandoned work raises is not logged as "exception was never retrieved".
+    future.add_done_callback(lambda done: done.cancelled() or done.exception())
+
+
+async def sandboxed(operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+    """``operation(*args, **kwargs)``, a sandbox operation: on the event loop when its lookups stay
+    cheap, else from the start in a worker thread (``Costly`` is raised before anything changed)."""
+    try:
+        with cheaply():
+            return operation(*args, **kwargs)
+    except Costly:
+        return await off_loop(lambda _stop: operation(*args, **kwargs))
+
+
+def text_answer_bytes(size: int) -> int:
+    """About the bytes an answer carrying ``size`` bytes of text takes on the wire: the text comes
+    twice (the content block and ``structuredContent.content``), a little longer once escaped."""
+    return 2 * size + size // 8 + 4096
+
+
+def base64_answer_bytes(size: int) -> int:
+    """About the bytes an answer carrying a ``size``-byte file as base64 takes on the wire."""
+    return (size + 2) // 3 * 4 + 4096
+
+
+async def reserve_for(ctx: RequestContext, nbytes: int) -> None:
+    """Reserve a large answer's bytes on the output budget before it is made (small ones: nothing)."""
+    if nbytes >= RESERVE_FROM_BYTES:
+        await ctx.reserve_output(nbytes)
 
 
 async def read_start(opened: OpenFile, length: int) -> bytes:

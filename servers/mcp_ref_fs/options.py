@@ -7,6 +7,7 @@ import argparse
 from typing import Any
 
 from .config import (
+    DEFAULT_MAX_CALLS_PER_SECOND,
     DEFAULT_MAX_ENTRIES,
     DEFAULT_MAX_MEDIA_BYTES,
     DEFAULT_MAX_READ_BYTES,
@@ -39,6 +40,13 @@ def positive_float(text: str) -> float:
     return value
 
 
+def rate(text: str) -> float:
+    value = float(text)
+    if not 0 <= value < float("inf"):
+        raise argparse.ArgumentTypeError("must be a number of calls per second, 0 or more (0: no limit)")
+    return value
+
+
 # (flag, argparse keywords, help, default). Switches have no value.
 SERVER_OPTIONS: tuple[tuple[str, dict[str, Any], str, Any], ...] = (
     ("--read-only", {"action": "store_true"}, "refuse every tool that would change the disk (they stay listed)", False),
@@ -56,6 +64,9 @@ SERVER_OPTIONS: tuple[tuple[str, dict[str, Any], str, Any], ...] = (
     ("--task-search-seconds", {"type": positive_float, "metavar": "S"},
      "time limit of one tree, search or grep that runs as a task, polled by a client that declared the tasks extension",
      DEFAULT_TASK_SEARCH_SECONDS),
+    ("--max-calls-per-second", {"type": rate, "metavar": "N"},
+     "pace tool calls and completion requests to N a second after a burst of 10 s worth: no host's model calls that "
+     "often, a runaway loop does (0: no limit)", DEFAULT_MAX_CALLS_PER_SECOND),
 )
 
 

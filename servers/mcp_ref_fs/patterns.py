@@ -10,8 +10,7 @@ tool layer asks three questions, and each has a compiled matcher:
 * **Is this path excluded?** ``compile_excludes`` mirrors the official ``directory_tree``: a
   pattern with ``*`` is a glob over the whole relative path; one without names a file or
   directory anywhere in the tree (``node_modules``, ``build/out``).
-* **Which lines of this file match?** ``compile_grep`` gives a ``Grep`` whose
-  ``search_lines`` returns numbered matches with context lines.
+* **Which lines of this file match?** is :mod:`.grep`'s question (``compile_grep``).
 
 Patterns come from a language model, so every matcher bounds its work. A glob is translated once
 into one anchored ``re`` pattern that cannot backtrack catastrophically: no quantifier is
@@ -19,39 +18,23 @@ nested in an unbounded one, and each ``*`` or ``**`` that is followed by more pa
 the *earliest* place the rest of its segment (or run of segments) matches, inside an atomic group
 ``(?>...)``. That is always correct for globs, because the next ``*`` can absorb whatever lies
 between the earliest and any later place, and it keeps matching near linear in the path length.
-Grep patterns are real regular expressions, which no translation can tame, so they run on the
-``regex`` module, whose ``timeout=`` stops a runaway search at the caller's deadline.
+Grep patterns are real regular expressions, which no translation can tame: :mod:`.grep` runs them.
 """
 
 from __future__ import annotations
 
-import codecs
 import functools
 import re
-import time
-from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, AnyStr
-
-if TYPE_CHECKING:
-    import regex
 
 
 __all__ = [
     "MAX_BRACE_ALTERNATIVES",
     "MAX_EXPANDED_GLOB_CHARS",
     "MAX_GLOB_LENGTH",
-    "MAX_GREP_PATTERN_LENGTH",
-    "MAX_LINE_CHARS",
     "Excludes",
     "Glob",
-    "Grep",
-    "GrepFileResult",
-    "GrepMatch",
-    "GrepTimeout",
     "compile_excludes",
     "compile_glob",
-    "compile_grep",
     "relative_posix",
 ]
 
@@ -60,8 +43,6 @@ MAX_BRACE_ALTERNATIVES = 1000
 # Brace expansion multiplies the pattern text; cap the total so one request cannot make us
 # compile a regex of megabytes (1000 alternatives of 4 KiB each would be 4 MB).
 MAX_EXPANDED_GLOB_CHARS = 65536
-MAX_GREP_PATTERN_LENGTH = 1000
-MAX_LINE_CHARS = 500
 
 
 def _shown(pattern: str) -> str:
@@ -471,197 +452,3 @@ def compile_excludes(patterns: list[str]) -> Excludes:
         if alternatives > MAX_BRACE_ALTERNATIVES:
             raise ValueError(f"the exclude patterns expand to more than {MAX_BRACE_ALTERNATIVES} brace alternatives in all")
     return Excludes(list(patterns), globs)
-
-
-# --- grep ---------------------------------------------------------------------------------------
-
-_REGEX_METACHARACTERS = frozenset(".^$*+?{}[]\\|()")
-_LONGEST_TIMEOUT = 1e6  # seconds; for a deadline of float("inf")
-
-
-class GrepTimeout(Exception):
-    """The deadline passed before the search of a file finished."""
-
-
-@dataclass(frozen=True)
-class GrepMatch:
-    """One matching line (1-based number) with its context lines, each cut to ``MAX_LINE_CHARS``."""
-
-    line_number: int
-    line: str
-    before: list[str]
-    after: list[str]
-
-
-@dataclass(frozen=True)
-class GrepFileResult:
-    """The matches in one file; ``truncated`` when more matches existed beyond ``max_matches``."""
-
-    matches: list[GrepMatch]
-    truncated: bool
-
-
-class Grep:
-    """A compiled content search; see ``compile_grep``."""
-
-    __slots__ = ("pattern", "ignore_case", "substring", "_needle", "_regex")
-
-    def __init__(self, pattern: str, ignore_case: bool, needle: bytes | None, compiled: regex.Pattern | None) -> None:
-        self.pattern = pattern
-        self.ignore_case = ignore_case
-        self.substring = needle is not None  # True when the bytes substring fast path is used
-        self._needle = needle
-        self._regex = compiled
-
-    def __repr__(self) -> str:
-        return f"Grep({self.pattern!r}, ignore_case={self.ignore_case})"
-
-    def search_lines(self, data: bytes, *, context: int, max_matches: int, deadline: float) -> GrepFileResult:
-        """Find the lines of ``data`` (a file's UTF-8 bytes) that match, at most ``max_matches``.
-
-        A line counts once however often it matches; a match spanning lines counts for its first.
-        ``context`` lines before and after come with each match, but no line is shown twice: a
-        context never reaches into an earlier match's lines or context, nor onto the next reported
-        match, so the matches read in order show each region once (like ``grep -C`` groups).
-        Lines are reported without ``\\r\\n``/``\\n``; invalid UTF-8 shows as U+FFFD; a UTF-8 BOM
-        is dropped. For a regex, CRLF files are matched as if LF, so ``$`` works on them.
-
-        ``deadline`` is a ``time.monotonic()`` value; ``GrepTimeout`` is raised once it passes.
-        The work is one pass over the file plus a little per reported match.
-        """
-        if context < 0:
-            raise ValueError(f"context must be >= 0, got {context}")
-        if max_matches < 1:
-            raise ValueError(f"max_matches must be >= 1, got {max_matches}")
-        if data.startswith(codecs.BOM_UTF8):
-            data = data[len(codecs.BOM_UTF8) :]
-        if self._needle is not None:
-            # Same offsets in both: bytes.lower() folds ASCII only, so lengths and "\n"s stay put.
-            haystack = data.lower() if self.ignore_case else data
-            needle = self._needle
-            hits = _scan(haystack, b"\n", lambda pos, _remaining: haystack.find(needle, pos), max_matches, deadline)
-            return _result(data, b"\n", hits, context)
-        assert self._regex is not None
-        text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
-        compiled = self._regex
-
-        def find(pos: int, remaining: float) -> int:
-            try:  # regex treats an infinite timeout as already expired: cap it
-                match = compiled.search(text, pos, timeout=min(remaining, _LONGEST_TIMEOUT))
-            except TimeoutError:
-                raise GrepTimeout(f"regex search of {_shown(self.pattern)} passed its deadline") from None
-            return -1 if match is None else match.start()
-
-        return _result(text, "\n", _scan(text, "\n", find, max_matches, deadline), context)
-
-
-# (line number, start offset, end offset) of a matching line; the end is its "\n" or the end of data.
-_Hit = tuple[int, int, int]
-
-
-def _scan(
-    buf: AnyStr, nl: AnyStr, find: Callable[[int, float], int], max_matches: int, deadline: float
-) -> tuple[list[_Hit], bool]:
-    """Collect matching lines by calling ``find(pos, remaining_seconds)`` once per matching line.
-
-    Line numbers come from counting newlines between consecutive hits (``count`` runs in C), so a
-    file costs one pass however many lines it has. Returns (hits, truncated).
-    """
-    hits: list[_Hit] = []
-    size = len(buf)
-    line_number, counted, pos = 1, 0, 0
-    while pos <= size:
-        remaining = deadline - time.monotonic()
-        if remaining <= 0:  # also guards regex: a timeout <= 0 there means "no timeout"
-            raise GrepTimeout("search passed its deadline")
-        hit = find(pos, remaining)
-        # A zero-width regex match after the final newline (or in empty data) is on no line.
-        if hit < 0 or (hit == size and (size == 0 or buf[-1:] == nl)):
-            break
-        if len(hits) == max_matches:
-            return hits, True
-        line_number += buf.count(nl, counted, hit)
-        counted = hit
-        end = buf.find(nl, hit)
-        end = size if end < 0 else end
-        hits.append((line_number, buf.rfind(nl, 0, hit) + 1, end))
-        pos = end + 1  # one match per line: resume on the next line
-    return hits, False
-
-
-def _result(buf: AnyStr, nl: AnyStr, scanned: tuple[list[_Hit], bool], context: int) -> GrepFileResult:
-    """Attach non-overlapping context lines to the hits (see ``Grep.search_lines``)."""
-    hits, truncated = scanned
-    matches = []
-    shown = 0  # the last line number already shown, as a match or as context
-    for index, (line_number, start, end) in enumerate(hits):
-        before_count = min(context, line_number - 1 - shown)
-        after_count = context if index + 1 == len(hits) else min(context, hits[index + 1][0] - line_number - 1)
-        before = []
-        line_start = start
-        for _ in range(before_count):  # line_number - 1 - shown > 0, so a previous line exists
-            line_end = line_start - 1
-            line_start = buf.rfind(nl, 0, line_end) + 1
-            before.append(_excerpt(buf, line_start, line_end))
-        before.reverse()
-        after = []
-        line_end = end
-        for _ in range(after_count):
-            line_start = line_end + 1
-            if line_start >= len(buf):  # past the final newline: no more lines
-                break
-            line_end = buf.find(nl, line_start)
-            line_end = len(buf) if line_end < 0 else line_end
-            after.append(_excerpt(buf, line_start, line_end))
-        matches.append(GrepMatch(line_number, _excerpt(buf, start, end), before, after))
-        shown = line_number + len(after)
-    return GrepFileResult(matches, truncated)
-
-
-def _excerpt(buf: AnyStr, start: int, end: int) -> str:
-    """The line ``buf[start:end]`` as text without a trailing ``\\r``, cut to ``MAX_LINE_CHARS`` + "…".
-
-    Only the head of a long line is sliced and decoded: a minified megabyte stays cheap.
-    """
-    if end > start and buf[end - 1 : end] == (b"\r" if isinstance(buf, bytes) else "\r"):
-        end -= 1
-    if isinstance(buf, bytes):
-        # A UTF-8 character (or an invalid byte, shown as U+FFFD) takes at most 4 bytes, so more
-        # than 4 * MAX_LINE_CHARS bytes is surely too long, and that many hold the first MAX.
-        cap = 4 * MAX_LINE_CHARS
-        line = buf[start : min(end, start + cap)].decode("utf-8", errors="replace")
-        if end - start > cap:
-            return line[:MAX_LINE_CHARS] + "…"
-    else:
-        line = buf[start : min(end, start + MAX_LINE_CHARS + 1)]
-    return line[:MAX_LINE_CHARS] + "…" if len(line) > MAX_LINE_CHARS else line
-
-
-def compile_grep(pattern: str, *, ignore_case: bool = False, literal: bool = False) -> Grep:
-    """Compile a content search: a Python-``re``-compatible regex (``regex.V0``), or a literal.
-
-    A ``literal`` pattern, or one without regex metacharacters, is searched as a plain substring
-    of the bytes (fast); with ``ignore_case`` that folds ASCII letters, and a non-ASCII literal
-    goes through the regex engine instead to fold full Unicode case. ``^`` and ``$`` match at
-    line boundaries (MULTILINE); ``.`` does not match a newline.
-
-    Raises ``ValueError`` for an empty pattern, one longer than ``MAX_GREP_PATTERN_LENGTH``, or
-    an invalid regex (with the engine's message).
-    """
-    if not pattern:
-        raise ValueError("grep pattern is empty")
-    if len(pattern) > MAX_GREP_PATTERN_LENGTH:
-        raise ValueError(f"grep pattern is {len(pattern)} characters long; the limit is {MAX_GREP_PATTERN_LENGTH}")
-    is_literal = literal or _REGEX_METACHARACTERS.isdisjoint(pattern)
-    if is_literal and (not ignore_case or pattern.isascii()):
-        needle = pattern.encode("utf-8")
-        return Grep(pattern, ignore_case, needle.lower() if ignore_case else needle, None)
-    import regex  # lazily: only a content search pays for loading it
-
-    source = regex.escape(pattern, special_only=True) if is_literal else pattern
-    flags = regex.V0 | regex.MULTILINE | (regex.IGNORECASE if ignore_case else 0)
-    try:
-        compiled = regex.compile(source, flags)
-    except regex.error as exc:
-        raise ValueError(f"invalid regular expression {_shown(pattern)}: {exc}") from None
-    return Grep(pattern, ignore_case, None, compiled)

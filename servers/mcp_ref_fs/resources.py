@@ -54,7 +54,7 @@ from urllib.parse import quote, unquote
 from mcp_ref import CacheHint, InvalidParams, Resource, ResourceNotFound, blob_resource
 
 from . import content
-from .offload import off_loop, read_start
+from .offload import base64_answer_bytes, off_loop, read_start, reserve_for, sandboxed
 from .root import FsError, Location, Root
 
 if TYPE_CHECKING:
@@ -260,7 +260,7 @@ class FsResources:
     async def read(self, ctx: RequestContext, uri: str, variables: dict[str, Any]) -> list[dict[str, Any]]:
         path = self._locate(uri)
         try:
-            location, info = self.sandbox.stat(path)
+            location, info = await sandboxed(self.sandbox.stat, path)
             if stat.S_ISDIR(info.st_mode):
                 limit = self.config.max_entries
                 _location, entries, total = await off_loop(
@@ -269,12 +269,13 @@ class FsResources:
                 if total > limit:  # said, as the listing tools say it, never cut silently
                     listing += f"[Truncated: showing {len(entries)} of {total} entries (--max-entries).]\n"
                 return [{"uri": uri, "mimeType": DIRECTORY_MIME, "text": listing}]
-            with self.sandbox.open_file(path) as opened:
+            with await sandboxed(self.sandbox.open_file, path) as opened:
                 size = opened.info.st_size
                 if size > self.config.max_media_bytes:
                     raise InvalidParams(
                         f"Resource too large: {size} bytes, over this server's limit of {self.config.max_media_bytes} "
                         "(--max-media-bytes)", {"uri": uri})
+                await reserve_for(ctx, base64_answer_bytes(size))  # the larger of its two forms
                 data = await read_start(opened, size)
         except FsError:
             raise ResourceNotFound(uri) from None

@@ -65,6 +65,8 @@ Policies (documented in docs and tested):
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import errno
 import itertools
 import operator
@@ -78,12 +80,15 @@ from typing import Any, Callable, Iterator, NamedTuple, Sequence
 
 from . import _act
 from ._act import AtAct, PathAct, choose_act
-from ._confine_walk import MAX_LINK_HOPS, WalkMechanism
+from ._confine_walk import MAX_LINK_HOPS, Budget, Costly, Meter, WalkMechanism
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
 # Walks stop descending here: deeper trees exist only to exhaust file descriptors.
 MAX_WALK_DEPTH = 256
+# System calls an operation run ``cheaply()`` (on the event loop) may make for its lookups: a few
+# microseconds each, so well under a millisecond; a path with links on it usually fits.
+LOOP_LOOKUP_STEPS = 64
 
 # POSIX-only flags are 0 where they do not exist (Windows), so this module imports everywhere.
 _DIR_FLAGS = _act.DIR_FLAGS
@@ -125,10 +130,29 @@ class Refused(FsError):
     """A policy refuses the operation (hard-linked file, moving a root, ...)."""
 
 
-class CostlyListing(Exception):
+class CostlyListing(Costly):
     """A listing asked to stay cheap (``list_directory_page(most=...)``, on the event loop) would
     not be: the directory holds more names than that, or a link whose target must be resolved
     (each resolution can walk many components). The caller lists it again in a thread."""
+
+
+# The meter of the operation running ``cheaply()`` in this thread (None: no limit). A ContextVar,
+# so a worker thread (which starts with an empty context) never inherits the event loop's.
+_loop_meter: contextvars.ContextVar[Meter | None] = contextvars.ContextVar("mcp_ref_fs_loop_meter", default=None)
+
+
+@contextlib.contextmanager
+def cheaply() -> Iterator[None]:
+    """Run the sandbox operations inside this block as the event loop may: their lookups together
+    make at most ``LOOP_LOOKUP_STEPS`` system calls, and one that would need more raises
+    ``Costly`` before it makes them (nothing has changed on disk by then), so that the caller
+    runs the operation again in a worker thread (``offload.sandboxed``). Every lookup, cheap or
+    not, follows at most ``MAX_LINK_HOPS`` links."""
+    token = _loop_meter.set(Meter(LOOP_LOOKUP_STEPS))
+    try:
+        yield
+    finally:
+        _loop_meter.reset(token)
 
 
 class _Escape(Exception):
@@ -523,26 +547,35 @@ class Sandbox:
 
         return follow
 
-    def _open_dir(self, location: Location, parts: Sequence[str] | None = None) -> tuple[Any, tuple[str, ...]]:
+    def _open_dir(self, location: Location, parts: Sequence[str] | None = None,
+                  budget: Budget | None = None) -> tuple[Any, tuple[str, ...]]:
         root = location.root
-        return self.mechanism.open_dir(root.fd, location.parts if parts is None else parts, self._follow_link(root))
+        if budget is None:
+            budget = Budget(_loop_meter.get())
+        return self.mechanism.open_dir(root.fd, location.parts if parts is None else parts, self._follow_link(root), budget)
 
     def _lookup(self, location: Location, *, follow_final: bool) -> tuple[Any, str | None, os.stat_result | None]:
         """Open the directory holding the final name and ``lstat`` the name (None when absent).
 
-        With ``follow_final``, a final link inside the root is followed (to any depth). For the
-        root itself, returns ``(a new descriptor of the root, None, its stat)``. The caller closes the fd.
+        With ``follow_final``, a final link inside the root is followed, again and again while the
+        lookup's one ``Budget`` has hops left: links on the way and final links draw on the same
+        ``MAX_LINK_HOPS``, as in the kernel, so a chain of links costs at most that many walks,
+        never that many times that many. Past it: ``ELOOP``. For the root itself, returns
+        ``(a new descriptor of the root, None, its stat)``. The caller closes the fd.
         """
         root = location.root
         act = self.act
         parts = location.parts
-        for _ in range(MAX_LINK_HOPS + 1):
+        budget = Budget(_loop_meter.get())
+        while True:
             if not parts:
+                budget.step(2)
                 fd = act.reopen(root.fd)
                 return fd, None, act.stat_dir(fd)
-            parent_fd, resolved = self._open_dir(location, parts[:-1])
+            parent_fd, resolved = self._open_dir(location, parts[:-1], budget)
             name = parts[-1]
             try:
+                budget.step()
                 info = act.lstat(parent_fd, name)
             except FileNotFoundError:
                 return parent_fd, name, None
@@ -552,13 +585,14 @@ class Sandbox:
             if not (follow_final and stat.S_ISLNK(info.st_mode)):
                 return parent_fd, name, info
             try:
+                budget.hop()
+                budget.step()
                 target = act.readlink(parent_fd, name)
             finally:
                 act.close(parent_fd)
             # A relative link is relative to the real directory holding it, which ``resolved``
             # names (both mechanisms report the components they really opened).
             parts = self._follow_link(root)(resolved, target, ())
-        raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
 
     def _guard(self, path: str) -> _Guard:
         return _Guard(path)
@@ -623,7 +657,7 @@ class Sandbox:
         """Open a regular file for reading. Refuses directories, FIFOs, sockets and devices."""
         location = self.locate(path)
         act = self.act
-        with self._guard(path):
+        with self._guard(location.display):
             parent_fd, name, info = self._lookup(location, follow_final=True)
             try:
                 if info is None:
@@ -646,7 +680,7 @@ class Sandbox:
     def stat(self, path: str) -> tuple[Location, os.stat_result]:
         """What ``path`` is (links inside the root followed), for ``get_file_info``."""
         location = self.locate(path)
-        with self._guard(path):
+        with self._guard(location.display):
             parent_fd, _name, info = self._lookup(location, follow_final=True)
             self.act.close(parent_fd)
         if info is None:
@@ -660,7 +694,7 @@ class Sandbox:
         and created again often gets the same one, but never the same ctime.
         """
         location = self.locate(path)
-        with self._guard(path):
+        with self._guard(location.display):
             parent_fd, _name, info = self._lookup(location, follow_final=False)
             self.act.close(parent_fd)
         return None if info is None else _identity(info)
@@ -669,7 +703,7 @@ class Sandbox:
         """A directory held open (links inside the root followed): a descriptor with the POSIX act
         step, a held handle on Windows. The caller closes it with :meth:`close_directory`."""
         location = path if isinstance(path, Location) else self.locate(path)
-        with self._guard(location.display if isinstance(path, Location) else path):
+        with self._guard(location.display):
             try:
                 fd, _ = self._open_dir(location)
             except FileNotFoundError:
@@ -907,7 +941,7 @@ class Sandbox:
         """Create a directory and any missing parents; an existing directory is fine."""
         location = self.locate(path)
         act = self.act
-        with self._guard(path):
+        with self._guard(location.display):
             for depth in range(1, len(location.parts) + 1):
                 prefix = location.parts[:depth]
                 try:
@@ -937,7 +971,7 @@ class Sandbox:
         """
         location = self.locate(path)
         act = self.act
-        with self._guard(path):
+        with self._guard(location.display):
             parent_fd, name, info = self._lookup(location, follow_final=True)
             try:
                 if name is None:
@@ -972,18 +1006,18 @@ class Sandbox:
             raise Refused(f"cannot move {from_location.display} into itself")
         self._refuse_if_holds_a_root(from_location, "moved")
         act = self.act
-        with self._guard(source):
+        with self._guard(from_location.display):
             from_fd, from_name, from_info = self._lookup(from_location, follow_final=False)
         try:
             if from_info is None or from_name is None:
                 raise NotFound(f"No such file or directory: {from_location.display}")
             self._refuse_if_holds_a_root_by_identity(from_location, from_info, "moved")
-            with self._guard(destination):
+            with self._guard(to_location.display):
                 to_fd, to_name, to_info = self._lookup(to_location, follow_final=False)
             try:
                 if to_info is not None or to_name is None:
                     raise AlreadyExists(f"{to_location.display} already exists; move_file never overwrites")
-                with self._guard(destination):
+                with self._guard(to_location.display):
                     act.rename_no_replace(from_fd, from_name, to_fd, to_name, from_info)
             finally:
                 act.close(to_fd)
@@ -1002,7 +1036,7 @@ class Sandbox:
             raise Refused("an allowed directory itself cannot be deleted")
         self._refuse_if_holds_a_root(location, "deleted")
         act = self.act
-        with self._guard(path):
+        with self._guard(location.display):
             parent_fd, name, info = self._lookup(location, follow_final=False)
             try:
                 if info is None or name is None:
@@ -1060,7 +1094,8 @@ def _fs_error(error: OSError, path: str) -> FsError:
     if code in (errno.EACCES, errno.EPERM):
         return Refused(f"Permission denied: {path}")
     if code == errno.ELOOP:
-        return Refused(f"Too many levels of symbolic links: {path}")
+        return Refused(f"Too many levels of symbolic links: {path} (resolving it would follow more than "
+                       f"{MAX_LINK_HOPS} links, the limit of one lookup; the system refuses such a path too)")
     if code == errno.EEXIST:
         return AlreadyExists(f"{path} already exists")
     if code == errno.ENAMETOOLONG:

@@ -2,16 +2,16 @@
 
 Layers, top to bottom (each its own module): ``__main__`` (command line -> ``Config``) ->
 ``server`` (this wiring) -> ``tools`` / ``resources`` / ``watch`` (the MCP features) ->
-``content`` / ``patterns`` (pure text helpers) -> ``root`` (THE sandbox; the only module that
+``content`` / ``patterns`` / ``grep`` (pure text helpers) -> ``root`` (THE sandbox; the only module that
 touches the file system by name) -> ``_confine_*`` (how directories are opened beneath a root).
 """
 
 from __future__ import annotations
 
-from mcp_ref import Server
+from mcp_ref import RateLimit, Server
 
 from . import __version__ as VERSION
-from .config import Config
+from .config import RATE_BURST_SECONDS, Config
 from .resources import READ_HINT, FsResources
 from .root import Sandbox
 from .tools import FsTools
@@ -26,6 +26,17 @@ INSTRUCTIONS = (
 )
 
 
+def rate_limits(per_second: float) -> dict[str, RateLimit]:
+    """The pacing of tool calls and completion requests (server/tools#security-considerations:
+    servers MUST rate limit tool invocations; completion SHOULD be): one token bucket each per
+    connection, ``per_second`` after a burst of ``RATE_BURST_SECONDS`` worth. Calls over it wait
+    their turn, none is refused. ``0``: none."""
+    if not per_second:
+        return {}
+    burst = max(1, int(per_second * RATE_BURST_SECONDS))
+    return {"tools/call": RateLimit(per_second, burst), "completion/complete": RateLimit(per_second, burst)}
+
+
 def build_server(config: Config, sandbox: Sandbox) -> Server:
     """The configured server, ready to ``run()``."""
     server = Server(
@@ -37,6 +48,7 @@ def build_server(config: Config, sandbox: Sandbox) -> Server:
         resource_subscriptions=True,
         modern_only=config.modern_only,
         cache_hints={"resources/read": READ_HINT},
+        rate_limits=rate_limits(config.max_calls_per_second),
     )
     FsTools(server, sandbox, config)
     FsResources(server, sandbox, config)

@@ -18,7 +18,8 @@ from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, 
 from . import content
 from .answers import answer_budget, count, data_budget, line_index, media_note, next_call
 from .answers import text_answer as _text_answer
-from .offload import IN_LOOP_READ_BYTES, Stop, Stopped, off_loop, read_start, write_all
+from .offload import (IN_LOOP_READ_BYTES, Stop, Stopped, base64_answer_bytes, off_loop, read_start, reserve_for, sandboxed,
+                      text_answer_bytes, write_all)
 from .resources import location_uri
 from .walks import WalkTools
 from .root import FsError, Location, OpenFile
@@ -238,7 +239,8 @@ class FsTools(WalkTools):
             "list_allowed_directories", "List Allowed Directories",
             "The directories this server may access; everything below them is accessible too. Call it first to learn "
             "which paths are valid.",
-            _schema({}, []), READ_ONLY, _output(directories={"type": "array", "items": {"type": "string"}}),
+            _schema({}, []), READ_ONLY, _output(directories={"type": "array", "items": {"type": "string"}},
+                                                resolved={"type": "array", "items": {"type": "string"}}),
             self.list_allowed_directories)
         self._tool(
             "delete_file", "Delete File",
@@ -276,10 +278,12 @@ class FsTools(WalkTools):
             return build()
         return await off_loop(build, seconds=self.config.search_seconds)
 
-    async def _text_of(self, arguments: dict[str, Any], room: int, tool: str = "read_text_file") -> tuple[str, list[str]]:
+    async def _text_of(self, ctx: RequestContext | None, arguments: dict[str, Any], room: int,
+                       tool: str = "read_text_file") -> tuple[str, list[str]]:
         """A file's text (or the asked-for part of it) in at most ``room`` bytes, and the cue
         notes: what was shown, of how many lines, and the next call (``tool`` with
-        ``arguments`` changed) when there is more."""
+        ``arguments`` changed) when there is more. With ``ctx``, its bytes in the answer are
+        reserved first when large (``reserve_for``)."""
         head, tail = arguments.get("head"), arguments.get("tail")
         offset, limit = arguments.get("offset"), arguments.get("limit")
         if head is not None and tail is not None:
@@ -287,8 +291,10 @@ class FsTools(WalkTools):
         if (head is not None or tail is not None) and (offset is not None or limit is not None):
             raise ToolError("Give head/tail or offset/limit, not both")
         cap = min(self.config.max_read_bytes, room)
-        with self.sandbox.open_file(arguments["path"]) as opened:
+        with await sandboxed(self.sandbox.open_file, arguments["path"]) as opened:
             size = opened.info.st_size
+            if ctx is not None:
+                await reserve_for(ctx, text_answer_bytes(min(size, cap + 1)))
             sample = opened.read_at(0, SNIFF_BYTES)
             self._refuse_binary(opened, sample)
             index = None
@@ -330,17 +336,18 @@ class FsTools(WalkTools):
         return body, [_read_cue(tool, arguments, first, shown, total, size, truncated, partial)]
 
     async def read_text_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        body, notes = await self._text_of(arguments, data_budget(self._budget(ctx), arguments))
+        body, notes = await self._text_of(ctx, arguments, data_budget(self._budget(ctx), arguments))
         return _text_answer(body, notes)
 
     async def read_media_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        with self.sandbox.open_file(arguments["path"]) as opened:
+        with await sandboxed(self.sandbox.open_file, arguments["path"]) as opened:
             size = opened.info.st_size
             if size > self.config.max_media_bytes:
                 raise ToolError(
                     f"{opened.location.display} has {size} bytes, more than this server's media limit of "
                     f"{self.config.max_media_bytes} bytes (--max-media-bytes)"
                 )
+            await reserve_for(ctx, base64_answer_bytes(size))
             data = await read_start(opened, size)
             name = opened.location.parts[-1] if opened.location.parts else ""
             mime = content.sniff_mime(data[:SNIFF_BYTES], name)
@@ -363,37 +370,60 @@ class FsTools(WalkTools):
         # stays within 4 x --max-read-bytes too.
         room = data_budget(self._budget(ctx), {"path": max(paths, key=len)})
         text_room = self.config.max_read_bytes * 4
+        # The answer's bytes are reserved once, from the files' sizes (one reservation per file
+        # could deadlock: a request holding some waiting behind others that wait for its own).
+        await reserve_for(ctx, text_answer_bytes(min(await self._text_sizes(paths), room, text_room)))
         for index, path in enumerate(paths):
-            overhead = len(path.encode("utf-8")) + 8  # "path:\n", a newline and the separator
+            shown = self._shown(path)
+            overhead = len(shown.encode("utf-8")) + 8  # "path:\n", a newline and the separator
             if min(room - overhead, text_room) < 1:
-                part = f"{path}: [Not read: this answer is full. Read it with {next_call('read_text_file', {'path': path})}]"
+                part = f"{shown}: [Not read: this answer is full. Read it with {next_call('read_text_file', {'path': path})}]"
             else:
                 try:
-                    body, notes = await self._text_of({"path": path}, min(room - overhead, text_room))
+                    body, notes = await self._text_of(None, {"path": path}, min(room - overhead, text_room))
                     text_room -= len(body.encode("utf-8"))
-                    part = f"{path}:\n{body}\n" + "".join(f"{note}\n" for note in notes)
+                    part = f"{shown}:\n{body}\n" + "".join(f"{note}\n" for note in notes)
                 except (ToolError, FsError) as error:
-                    part = f"{path}: Error - {error}"
+                    part = f"{shown}: Error - {error}"
             room -= len(part.encode("utf-8")) + 5
             parts.append(part)
             ctx.report_progress(index + 1, len(paths))
         return _text_answer("\n---\n".join(parts))
 
+    def _shown(self, path: str) -> str:
+        """A client's path as answers spell it: under its root's given spelling (as given when it
+        names no place inside a root, which the error then says)."""
+        try:
+            return self.sandbox.locate(path).display
+        except FsError:
+            return path
+
+    async def _text_sizes(self, paths: list[str]) -> int:
+        """How much text reading ``paths`` can give (each file up to --max-read-bytes; unreadable: 0)."""
+        cap, total = self.config.max_read_bytes, 0
+        for path in paths:
+            try:
+                _location, info = await sandboxed(self.sandbox.stat, path)
+            except FsError:
+                continue
+            total += min(info.st_size, cap + 1) if stat.S_ISREG(info.st_mode) else 0
+        return total
+
     # --- writing ----------------------------------------------------------------------------------
 
     async def _replace(self, path: str, data: bytes) -> Location:
-        with self.sandbox.replace_file(path) as replacement:
+        with await sandboxed(self.sandbox.replace_file, path) as replacement:
             await write_all(replacement, data)
             replacement.commit()
         return replacement.location
 
     async def write_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        await self._replace(arguments["path"], _utf8(arguments["content"], "content"))
-        return _result(f"Successfully wrote to {arguments['path']}")
+        location = await self._replace(arguments["path"], _utf8(arguments["content"], "content"))
+        return _result(f"Successfully wrote to {location.display}")
 
     async def edit_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         path = arguments["path"]
-        with self.sandbox.open_file(path) as opened:
+        with await sandboxed(self.sandbox.open_file, path) as opened:
             size = opened.info.st_size
             if size > self.config.max_media_bytes:
                 raise ToolError(f"{opened.location.display} has {size} bytes; edit_file handles files up to "
@@ -433,20 +463,20 @@ class FsTools(WalkTools):
         return _result(report, notes, diff=diff, applied=not dry_run and changed != original)
 
     async def create_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        self.sandbox.make_directories(arguments["path"])
-        return _result(f"Successfully created directory {arguments['path']}")
+        location = await sandboxed(self.sandbox.make_directories, arguments["path"])
+        return _result(f"Successfully created directory {location.display}")
 
     async def move_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        self.sandbox.move(arguments["source"], arguments["destination"])
-        return _result(f"Successfully moved {arguments['source']} to {arguments['destination']}")
+        source, destination = await sandboxed(self.sandbox.move, arguments["source"], arguments["destination"])
+        return _result(f"Successfully moved {source.display} to {destination.display}")
 
     async def delete_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         path = arguments["path"]
-        identity = self.sandbox.identity(path)
+        identity = await sandboxed(self.sandbox.identity, path)
         location = self.sandbox.locate(path)
         if identity is None:
             raise ToolError(f"No such file or directory: {location.display}")
-        if identity[2] == "directory" and self._has_entries(path):
+        if identity[2] == "directory" and await sandboxed(self.sandbox.has_entries, path):
             # Asking the user to confirm what cannot be done would only waste their attention.
             raise ToolError(f"{location.display} is a directory that is not empty; only empty ones are deleted")
         what = {"file": "the file", "directory": "the empty directory", "symlink": "the link"}.get(identity[2], "the entry")
@@ -468,16 +498,13 @@ class FsTools(WalkTools):
         if answer.get("action") != "accept" or not (answer.get("content") or {}).get("confirm"):
             verdict = {"decline": "declined", "cancel": "cancelled"}.get(answer.get("action", ""), "did not confirm")
             return _result(f"Not deleted: the user {verdict} deleting {location.display}.", deleted=False)
-        self.sandbox.delete(path, expect=tuple(confirmed))  # type: ignore[arg-type]
+        await sandboxed(self.sandbox.delete, path, expect=tuple(confirmed))  # type: ignore[arg-type]
         return _result(f"Successfully deleted {location.display}", deleted=True)
-
-    def _has_entries(self, path: str) -> bool:
-        return self.sandbox.has_entries(path)
 
     # --- information ------------------------------------------------------------------------------
 
     async def get_file_info(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        location, info = self.sandbox.stat(arguments["path"])
+        location, info = await sandboxed(self.sandbox.stat, arguments["path"])
         kind = "directory" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode) else "other"
         created = getattr(info, "st_birthtime", None) or info.st_ctime
         fields = {
@@ -494,8 +521,13 @@ class FsTools(WalkTools):
         return _result(body, size=info.st_size, type=kind)
 
     async def list_allowed_directories(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        directories = [root.display for root in self.sandbox.roots]
-        return _result("Allowed directories:\n" + "\n".join(directories), directories=directories)
+        roots = self.sandbox.roots
+        directories = [root.display for root in roots]
+        # A root given through a link also shows where it leads; answers spell paths the first way.
+        lines = [root.display if root.real == root.display else f"{root.display} (a link to {root.real}; paths under "
+                 f"either work, answers use {root.display})" for root in roots]
+        return _result("Allowed directories:\n" + "\n".join(lines), directories=directories,
+                       resolved=[root.real for root in roots])
 
 
 # --- helpers ---------------------------------------------------------------------------------------

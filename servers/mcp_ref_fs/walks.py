@@ -14,6 +14,7 @@ directory shows everything.
 from __future__ import annotations
 
 import json
+import threading
 from typing import TYPE_CHECKING, Any
 
 from mcp_ref import ToolError, ToolResult
@@ -21,8 +22,8 @@ from mcp_ref import ToolError, ToolResult
 from . import content
 from .answers import count, data_budget, fit_lines, next_call
 from .answers import text_answer as _text_answer
-from .offload import STOP_EVERY, Stop, Stopped, off_loop
-from .root import CostlyListing, Entry, FsError, Location, display_name
+from .offload import STOP_EVERY, Stop, Stopped, off_loop, sandboxed
+from .root import Costly, Entry, FsError, Location, cheaply, display_name
 
 if TYPE_CHECKING:
     from mcp_ref import RequestContext, Server
@@ -80,13 +81,13 @@ class WalkTools:
     def _limit_seconds(self, ctx: RequestContext) -> float:  # pragma: no cover - defined by FsTools
         raise NotImplementedError
 
-    def _ignorer(self, arguments: dict[str, Any], location: Location) -> Ignorer | None:
+    async def _ignorer(self, arguments: dict[str, Any], location: Location) -> Ignorer | None:
         if arguments.get("includeIgnored"):
             return None
         from .ignore import Ignorer  # imported on first use (it brings pathspec when a .gitignore is found)
 
         ignorer = Ignorer(self.sandbox)
-        ignorer.load_above(location)
+        await sandboxed(ignorer.load_above, location)  # its lookups, like any, leave the loop when costly
         return ignorer
 
     # --- one directory ----------------------------------------------------------------------------
@@ -102,9 +103,10 @@ class WalkTools:
         listed = None
         if not sizes:
             try:
-                listed = self.sandbox.list_directory_page(path, limit=cap, sizes=False, most=IN_LOOP_ENTRIES, start=start)
-            except CostlyListing:
-                pass  # a big one, or one with links to resolve: read it all again, in a thread
+                with cheaply():
+                    listed = self.sandbox.list_directory_page(path, limit=cap, sizes=False, most=IN_LOOP_ENTRIES, start=start)
+            except Costly:
+                pass  # a big one, one with links to resolve, or a costly lookup: read it all again, in a thread
         if listed is None:
             listed = await off_loop(lambda stop: self.sandbox.list_directory_page(
                 path, limit=cap, largest_first=largest_first, sizes=sizes, start=start))
@@ -145,9 +147,9 @@ class WalkTools:
         max_depth = arguments.get("maxDepth")
         start = arguments.get("start", 0)
         cap = self.config.max_entries
-        location = self.sandbox.locate_directory(arguments["path"])
+        location = await sandboxed(self.sandbox.locate_directory, arguments["path"])
         room = data_budget(self._budget(ctx), arguments) - 2  # the outer []
-        ignorer = self._ignorer(arguments, location)
+        ignorer = await self._ignorer(arguments, location)
 
         def build(stop: Stop) -> tuple[list[dict[str, Any]], int, int, bool]:
             """The page's tree, how many entries it shows, how many the whole tree has, and
@@ -222,10 +224,10 @@ class WalkTools:
         excludes = _excludes(arguments.get("excludePatterns") or [])
         cap = min(arguments.get("maxResults") or self.config.max_entries, self.config.max_entries)
         start = arguments.get("start", 0)
-        location = self.sandbox.locate_directory(arguments["path"])
+        location = await sandboxed(self.sandbox.locate_directory, arguments["path"])
         prefix = location.display.rstrip("/") + "/"  # as _join shows a path, without a Location per match
         room = data_budget(self._budget(ctx), arguments)
-        ignorer = self._ignorer(arguments, location)
+        ignorer = await self._ignorer(arguments, location)
 
         def search(stop: Stop) -> tuple[list[str], int, bool]:
             found: list[str] = []  # relative paths as on disk; shown in full below
@@ -285,7 +287,7 @@ class WalkTools:
 
     async def grep_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         # Imported on first use, like the globs below: start-up does not pay for it.
-        from .patterns import GrepTimeout, compile_grep
+        from .grep import GrepTimeout, GrepTooSlow, compile_grep
 
         try:
             grep = compile_grep(arguments["pattern"], ignore_case=arguments.get("ignoreCase", False),
@@ -297,19 +299,18 @@ class WalkTools:
         cap = min(arguments.get("maxResults") or self.config.max_entries, self.config.max_entries)
         context_lines = arguments.get("contextLines", 0)
         start = arguments.get("start", 0)
-        location = self.sandbox.locate_directory(arguments["path"])
+        location = await sandboxed(self.sandbox.locate_directory, arguments["path"])
         max_file = self.config.max_media_bytes
         room = data_budget(self._budget(ctx), arguments)
-        ignorer = self._ignorer(arguments, location)
+        ignorer = await self._ignorer(arguments, location)
 
         skipped: list[str] = []  # files the regex engine ran out of memory on
+        too_slow: list[str] = []  # the backtracking engine's allowance, used up on one search
+        page = _GrepPage()  # what the worker has found, a whole file at a time: the answer at the deadline too
 
         def search(stop: Stop) -> tuple[list[str], int, int, bool, bool]:
             """Lines of the page, matches shown, files searched, whether more matches follow,
             whether the time limit ended the search."""
-            lines: list[str] = []
-            files = seen = shown = 0
-            used = 0
             pruned: list[tuple[str, ...] | None] = [None]
             walk = self.sandbox.walk(location, descend=lambda c: c != pruned[0] and not excludes.excluded("/".join(c))
                                      and (glob is None or glob.could_match_below("/".join(c))),
@@ -318,7 +319,7 @@ class WalkTools:
                 for components, entry in walk:
                     if stop():
                         if stop.timed_out:
-                            return lines, shown, files, True, True
+                            return page.snapshot(more=True, timed_out=True)
                         raise Stopped()
                     if ignorer is not None and entry.kind == "directory" and ignorer.ignored(components, True):
                         pruned[0] = components
@@ -337,57 +338,46 @@ class WalkTools:
                         continue
                     if content.looks_binary(data[:SNIFF_BYTES]):
                         continue
-                    files += 1
+                    page.files += 1
                     try:
-                        if shown >= cap or shown and used >= room:
+                        if page.shown >= cap or page.shown and page.used >= room:
                             # Full: only learn whether anything was left out (so exactly cap matches
                             # are not reported as cut), then stop at the first further match.
                             if grep.search_lines(data, context=0, max_matches=1, deadline=stop.deadline).matches:
-                                return lines, shown, files, True, False
+                                return page.snapshot(more=True)
                             continue
-                        result = grep.search_lines(data, context=context_lines, max_matches=start + cap - seen,
+                        result = grep.search_lines(data, context=context_lines, max_matches=start + cap - page.seen,
                                                    deadline=stop.deadline)
+                    except GrepTooSlow as error:
+                        too_slow.append(f"[Stopped early: {error} in {_join(location, components)}; it backtracks "
+                                        "without end on such text. Simplify nested repetition like (a+)+ or (a|aa)+.]")
+                        return page.snapshot(more=True)
                     except GrepTimeout:
-                        return lines, shown, files, True, True
+                        return page.snapshot(more=True, timed_out=True)
                     except MemoryError:
                         # Nested repetition over a huge line can need more memory than exists;
                         # that file is skipped (and said so), the search goes on.
                         skipped.append(_join(location, components))
                         continue
-                    shown_path = _join(location, components)
-                    last_shown = None  # the last line of this file already printed
-                    for match in result.matches:
-                        seen += 1
-                        if seen <= start:
-                            continue
-                        first = match.line_number - len(match.before)
-                        group = []
-                        # "--" between groups, as grep -C prints it: not between touching ones.
-                        if lines and context_lines and (last_shown is None or first > last_shown + 1):
-                            group.append("--")
-                        group += [f"{shown_path}-{first + i}- {line}" for i, line in enumerate(match.before)]
-                        group.append(f"{shown_path}:{match.line_number}: {match.line}")
-                        group += [f"{shown_path}-{match.line_number + 1 + i}- {line}" for i, line in enumerate(match.after)]
-                        cost = sum(len(line.encode("utf-8")) + 1 for line in group)
-                        if shown >= cap or shown and used + cost > room:
-                            return lines, shown, files, True, False
-                        used += cost
-                        lines += group
-                        shown += 1
-                        last_shown = match.line_number + len(match.after)
-                    if result.truncated and seen >= start + cap:
-                        return lines, shown, files, True, False
-                    if files % 100 == 0:
-                        ctx.report_progress(files, message=f"{files} files searched, {shown} matching lines")
+                    if page.add_file(_join(location, components), result.matches, start, cap, room, context_lines):
+                        return page.snapshot(more=True)
+                    if result.truncated and page.seen >= start + cap:
+                        return page.snapshot(more=True)
+                    if page.files % 100 == 0:
+                        ctx.report_progress(page.files, message=f"{page.files} files searched, {page.shown} matching lines")
             finally:
                 walk.close()
-            return lines, shown, files, False, False
+            return page.snapshot(more=False)
 
-        lines, shown, files, more, timed_out = await off_loop(search, **self._limits(ctx))
+        # The time limit is kept by the event loop's clock (at_deadline): a search still inside
+        # one regular expression then is answered with what was found before it.
+        lines, shown, files, more, timed_out = await off_loop(
+            search, **self._limits(ctx), at_deadline=lambda: page.snapshot(more=True, timed_out=True))
         notes = []
         if timed_out:
             notes.append(f"[Stopped at the {self._limit_seconds(ctx):g} s time limit after {count(files)} files; narrow "
                          "the pattern, glob or directory.]")
+        notes += too_slow[:1]
         note = _page_note("grep_files", arguments, "matching lines", start, shown, None, more)
         if note:
             notes.insert(0, note)
@@ -396,6 +386,56 @@ class WalkTools:
                          "simplify nested repetition like (a|aa)+.]")
         body = "\n".join(lines) if lines else "No matches found"
         return _text_answer(body, notes + _skipped_note(ignorer))
+
+
+class _GrepPage:
+    """One page of grep results as the worker thread builds it. A file's matching lines are added
+    whole, under a lock, so the event loop can answer with the page at the deadline while the
+    worker is still inside a search."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self.lines: list[str] = []
+        self.files = 0  # files searched
+        self.seen = 0  # matching lines met, those before ``start`` included
+        self.shown = 0  # matching lines on this page
+        self.used = 0  # bytes of the page's lines
+        self._last_path: str | None = None
+
+    def add_file(self, path: str, matches: Any, start: int, cap: int, room: int, context_lines: int) -> bool:
+        """Add the matches of one file (after the first ``start`` of the whole search); True when
+        the page is full and a match was left out."""
+        group_lines: list[str] = []
+        seen, shown, used, full = self.seen, self.shown, self.used, False
+        last_shown = None  # the last line of this file already printed
+        for match in matches:
+            seen += 1
+            if seen <= start:
+                continue
+            first = match.line_number - len(match.before)
+            group = []
+            # "--" between groups, as grep -C prints it: not between touching ones.
+            if (self.lines or group_lines) and context_lines and (last_shown is None or first > last_shown + 1):
+                group.append("--")
+            group += [f"{path}-{first + i}- {line}" for i, line in enumerate(match.before)]
+            group.append(f"{path}:{match.line_number}: {match.line}")
+            group += [f"{path}-{match.line_number + 1 + i}- {line}" for i, line in enumerate(match.after)]
+            cost = sum(len(line.encode("utf-8")) + 1 for line in group)
+            if shown >= cap or shown and used + cost > room:
+                full = True
+                break
+            used += cost
+            group_lines += group
+            shown += 1
+            last_shown = match.line_number + len(match.after)
+        with self._lock:
+            self.lines += group_lines
+            self.seen, self.shown, self.used = seen, shown, used
+        return full
+
+    def snapshot(self, *, more: bool, timed_out: bool = False) -> tuple[list[str], int, int, bool, bool]:
+        with self._lock:
+            return list(self.lines), self.shown, self.files, more, timed_out
 
 
 # --- helpers ---------------------------------------------------------------------------------------

@@ -51,7 +51,7 @@ def test_help_names_the_environment_variables_and_their_values() -> None:
 def test_help_follows_the_terminal_width() -> None:
     # argparse's formatter is replaced by one that measures the terminal only for help (see
     # __main__._HelpFormatter): the width must still follow COLUMNS.
-    narrow, wide = run("--help", env={"COLUMNS": "50"}), run("--help", env={"COLUMNS": "250"})
+    narrow, wide = run("--help", env={"COLUMNS": "50"}), run("--help", env={"COLUMNS": "300"})
     narrow_usage, wide_usage = (done.stdout.split("\n\n", 1)[0].splitlines() for done in (narrow, wide))
     assert max(map(len, narrow_usage)) <= 48 and len(narrow_usage) > 2
     assert len(wide_usage) == 1

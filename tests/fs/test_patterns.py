@@ -1,4 +1,4 @@
-"""Unit tests of servers/mcp_ref_fs/patterns.py: globs, excludes and grep, as plain values.
+"""Unit tests of servers/mcp_ref_fs/patterns.py and grep.py: globs, excludes and grep, as plain values.
 
 The glob tables follow minimatch with ``dot: true`` (what the official Node server uses); a small
 reference matcher written here from the rules cross-checks the regex translation on random cases.
@@ -12,20 +12,15 @@ from functools import lru_cache
 
 import pytest
 
+from mcp_ref_fs.grep import MAX_GREP_PATTERN_LENGTH, MAX_LINE_CHARS, GrepFileResult, GrepMatch, GrepTimeout, compile_grep
 from mcp_ref_fs.patterns import (
     MAX_BRACE_ALTERNATIVES,
     MAX_EXPANDED_GLOB_CHARS,
     MAX_GLOB_LENGTH,
-    MAX_GREP_PATTERN_LENGTH,
-    MAX_LINE_CHARS,
     Excludes,
     Glob,
-    GrepFileResult,
-    GrepMatch,
-    GrepTimeout,
     compile_excludes,
     compile_glob,
-    compile_grep,
     relative_posix,
 )
 
@@ -623,12 +618,23 @@ def test_a_big_file_is_searched_in_one_pass_with_exact_line_numbers(pattern):
     assert result.matches == [GrepMatch(200_001, "needle", ["filler line of text"], ["more"])]
 
 
-def test_pathological_regex_raises_grep_timeout_at_the_deadline():
+def test_pathological_regex_raises_grep_timeout_at_the_deadline(monkeypatch):
+    monkeypatch.setenv("MCP_REF_FS_GREP", "regex")  # the backtracking engine (RE2 is linear here)
     grep = compile_grep(r"(a+)+$")
     started = time.monotonic()
     with pytest.raises(GrepTimeout):
         grep.search_lines(b"a" * 30000 + b"b", context=0, max_matches=10, deadline=started + 0.2)
     assert time.monotonic() - started < 10
+
+
+def test_one_backtracking_search_gets_an_allowance_of_its_own_below_a_far_deadline(monkeypatch):
+    from mcp_ref_fs.grep import GrepTooSlow
+
+    monkeypatch.setattr("mcp_ref_fs.grep.PATTERN_SECONDS", 0.2)
+    grep = compile_grep(r"(?:a|aa)+(?!a)c")  # lookahead: never RE2's
+    assert not grep.linear
+    with pytest.raises(GrepTooSlow, match=r"needed more than 0\.2 s for one search"):
+        grep.search_lines(b"a" * 40 + b"b\n", context=0, max_matches=10, deadline=time.monotonic() + 600)
 
 
 @pytest.mark.parametrize("pattern", ["x", "x+"])

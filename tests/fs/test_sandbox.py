@@ -1279,8 +1279,8 @@ def test_a_file_swapped_for_an_outside_link_after_its_directory_is_opened_is_den
     original = mechanism.open_dir
     fired: list[bool] = []
 
-    def open_dir(root_fd: int, parts: Any, follow: Any) -> Any:
-        result = original(root_fd, parts, follow)
+    def open_dir(root_fd: int, parts: Any, follow: Any, budget: Any = None) -> Any:
+        result = original(root_fd, parts, follow, budget)
         if tuple(parts) == ("sub",) and not fired:
             fired.append(True)
             _swap_for_link(world.root / "sub" / "inner.txt", f"{world.outside}/secret")
