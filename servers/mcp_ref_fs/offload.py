@@ -5,6 +5,14 @@ loop: a thread hop would cost more than the work. Anything proportional to the s
 of a large file runs in a worker thread through :func:`off_loop`, which also makes it stop
 promptly when the request is cancelled: the work receives a ``stop()`` callable and checks it
 between entries; cancelling the awaiting task sets it.
+
+No request keeps the others from a thread. At most ``WORKERS`` jobs run at once, and work that may
+run for seconds (``long=True``: trees, name and content searches, which may use their whole time
+limit) takes at most ``WORKERS - 1`` of those places, so the other work (listings, reads: short)
+always finds one. A cancelled job gives its place up at once: its thread still finishes, at the
+job's next ``stop()`` check, but no longer counts, and up to ``ABANDONED`` such threads run beside
+the ``WORKERS`` live ones (the pool has ``WORKERS + ABANDONED`` threads). So cancelled work cannot
+starve the requests that follow it, whether or not it has noticed its cancellation yet.
 """
 
 from __future__ import annotations
@@ -12,6 +20,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+import weakref
 from typing import TYPE_CHECKING, Callable, TypeVar
 
 if TYPE_CHECKING:
@@ -35,7 +44,13 @@ IN_LOOP_READ_BYTES = 1024 * 1024
 # saves the ~1.5 ms (10 %) that a call per entry costs.
 STOP_EVERY = 100
 
+WORKERS = 4  # jobs running at once (long ones: one fewer)
+ABANDONED = 8  # threads still finishing cancelled jobs, beside the live ones
+
 _pool: ThreadPoolExecutor | None = None
+# Per event loop (tests run several): (places for any job, places for long jobs).
+_places: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[asyncio.Semaphore, asyncio.Semaphore]] = \
+    weakref.WeakKeyDictionary()
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -44,8 +59,15 @@ def _executor() -> ThreadPoolExecutor:
         # Imported on first use: start-up and small requests never need the thread pool.
         from concurrent.futures import ThreadPoolExecutor
 
-        _pool = ThreadPoolExecutor(4, thread_name_prefix="mcp-ref-fs-walk")
+        _pool = ThreadPoolExecutor(WORKERS + ABANDONED, thread_name_prefix="mcp-ref-fs-walk")
     return _pool
+
+
+def _places_of(loop: asyncio.AbstractEventLoop) -> tuple[asyncio.Semaphore, asyncio.Semaphore]:
+    places = _places.get(loop)
+    if places is None:
+        places = _places[loop] = (asyncio.Semaphore(WORKERS), asyncio.Semaphore(WORKERS - 1))
+    return places
 
 
 class Stopped(Exception):
@@ -87,17 +109,41 @@ class Stop:
     def set(self) -> None:
         self.cancelled = True
 
+    def check(self) -> None:
+        """Raise ``Stopped`` once ``stop()`` is true (for work that checks between steps)."""
+        if self():
+            raise Stopped()
+
 
 async def off_loop(work: Callable[[Stop], T], *, seconds: float | None = None, task_seconds: float | None = None,
-                   in_task: Callable[[], bool] | None = None) -> T:
+                   in_task: Callable[[], bool] | None = None, long: bool = False) -> T:
     """Run ``work(stop)`` in a worker thread and return its result; cancellation sets ``stop``.
-    ``seconds`` limits it (``task_seconds`` once ``in_task()``, see ``Stop``)."""
+    ``seconds`` limits it (``task_seconds`` once ``in_task()``, see ``Stop``); ``long`` marks work
+    that may run for seconds (see the module docstring: it never takes the last place)."""
     stop = Stop(seconds, task_seconds, in_task)
-    future = asyncio.get_running_loop().run_in_executor(_executor(), work, stop)
+    loop = asyncio.get_running_loop()
+    any_job, long_job = _places_of(loop)
+    taken: list[asyncio.Semaphore] = []
+    try:
+        for place in (long_job, any_job) if long else (any_job,):
+            await place.acquire()
+            taken.append(place)
+        future = loop.run_in_executor(_executor(), work, stop)
+    except BaseException:
+        for place in taken:
+            place.release()
+        raise
+
+    def give_back(_done: object = None) -> None:
+        while taken:
+            taken.pop().release()
+
+    future.add_done_callback(give_back)
     try:
         return await asyncio.shield(future)
     except asyncio.CancelledError:
         stop.set()  # the thread notices at its next check and returns; nothing waits for it
+        give_back()  # and it no longer holds a place (module docstring)
         # Nobody awaits the worker's outcome any more: retrieve it when it comes, so an error the
         # abandoned work raises is not logged as "exception was never retrieved".
         future.add_done_callback(lambda done: done.cancelled() or done.exception())

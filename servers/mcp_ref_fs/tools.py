@@ -86,9 +86,10 @@ class FsTools:
                          title=title, annotations=annotations, task="optional" if long_running else None)(call)
 
     def _limits(self, ctx: RequestContext) -> dict[str, Any]:
-        """``off_loop`` time limits of a search: --search-seconds, or --task-search-seconds once it is a task."""
+        """``off_loop`` arguments of a search: --search-seconds, or --task-search-seconds once it is a
+        task; and marked long, so searches never take the last worker thread (offload.py)."""
         return {"seconds": self.config.search_seconds, "task_seconds": self.config.task_search_seconds,
-                "in_task": lambda: ctx.task_id is not None}
+                "in_task": lambda: ctx.task_id is not None, "long": True}
 
     def _limit_seconds(self, ctx: RequestContext) -> float:
         return self.config.task_search_seconds if ctx.task_id is not None else self.config.search_seconds

@@ -582,6 +582,51 @@ async def test_cancelling_work_off_the_loop_sets_its_stop_flag() -> None:
     assert await loop.run_in_executor(None, saw_stop.wait, 5)
 
 
+async def _blocked_jobs(count: int, release: threading.Event, **options: Any) -> tuple[list[asyncio.Task[Any]], list[int]]:
+    started: list[int] = []
+    ready = threading.Semaphore(0)
+
+    def work(stop: offload.Stop) -> None:
+        started.append(1)
+        ready.release()
+        release.wait(10)
+
+    tasks = [asyncio.create_task(offload.off_loop(work, **options)) for _ in range(count)]
+    loop = asyncio.get_running_loop()
+    for _ in range(min(count, offload.WORKERS - 1 if options.get("long") else offload.WORKERS)):
+        assert await loop.run_in_executor(None, ready.acquire, True, 10)
+    return tasks, started
+
+
+@pytest.mark.req("FS-WORK-NEVER-STARVED")
+async def test_cancelled_work_gives_its_thread_place_up_at_once_even_while_it_still_runs() -> None:
+    release = threading.Event()
+    try:
+        tasks, started = await _blocked_jobs(offload.WORKERS, release)
+        assert len(started) == offload.WORKERS
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        # The cancelled jobs still run (blocked) in their threads; new work runs beside them.
+        assert await asyncio.wait_for(offload.off_loop(lambda stop: "ran"), 10) == "ran"
+    finally:
+        release.set()
+
+
+@pytest.mark.req("FS-WORK-NEVER-STARVED")
+async def test_long_work_never_takes_the_last_place_so_short_work_always_runs() -> None:
+    release = threading.Event()
+    try:
+        tasks, started = await _blocked_jobs(offload.WORKERS + 2, release, long=True)
+        assert len(started) == offload.WORKERS - 1  # the others wait for a place
+        assert await asyncio.wait_for(offload.off_loop(lambda stop: "short work ran"), 10) == "short work ran"
+        assert len(started) == offload.WORKERS - 1
+    finally:
+        release.set()
+    await asyncio.gather(*tasks)
+    assert len(started) == offload.WORKERS + 2
+
+
 async def test_a_write_above_the_in_loop_threshold_goes_through_a_thread_and_lands_whole(
         monkeypatch: pytest.MonkeyPatch, root_dir: Path, sandbox: Sandbox) -> None:
     monkeypatch.setattr(offload, "IN_LOOP_READ_BYTES", 16)
