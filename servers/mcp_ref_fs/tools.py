@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 
 from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
 
-from . import content
+from . import content, edits
 from .offload import IN_LOOP_READ_BYTES, STOP_EVERY, Stop, Stopped, off_loop, read_start, write_all
 from .resources import location_uri
 from .root import CostlyListing, Entry, FsError, Location, OpenFile, display_name
@@ -295,7 +295,7 @@ class FsTools:
                     f"{'the requested lines' if windowed else 'the file'}; the file has {size} bytes. "
                     f"Read further with offset/limit (lines), or head/tail.]"
                 )
-            body = self._decode(opened, content.split_bom(data)[1])
+            body = self._decode(opened, data)  # without the file's byte-order mark (one: a second is text)
         return body, notes, {"truncated": truncated, "totalBytes": size}
 
     async def read_text_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
@@ -359,37 +359,44 @@ class FsTools:
                                 f"{self.config.max_media_bytes} bytes")
             raw = await read_start(opened, size)
             self._refuse_binary(opened, raw[:SNIFF_BYTES])
-            bom, body = content.split_bom(raw)
-            original = self._decode(opened, body)
+            bom = content.split_bom(raw)[0]
+            original = self._decode(opened, raw)  # without the file's byte-order mark (one: a second is text)
             display = opened.location.display
-        edits = [(edit["oldText"], edit["newText"]) for edit in arguments["edits"]]
-        for number, (old_text, new_text) in enumerate(edits, 1):
+        changes = [(edit["oldText"], edit["newText"]) for edit in arguments["edits"]]
+        for number, (old_text, new_text) in enumerate(changes, 1):
             _utf8(old_text, f"oldText of edit {number}")
             _utf8(new_text, f"newText of edit {number}")
-        def edit(stop: Stop) -> tuple[str, str]:
-            changed = content.apply_edits(original, edits)
-            return changed, content.unified_diff(original, changed, display)
+        cap = self.config.max_read_bytes
 
-        # Matching and diffing grow with the file and the edits (both linear, but a 30 MiB file
-        # is still tens of milliseconds per edit): never on the event loop.
+        def edit(stop: Stop) -> tuple[edits.Edited, edits.Diff]:
+            edited = edits.edit_text(original, changes, check=stop.check)
+            return edited, edits.edit_diff(edited, display, max_bytes=cap, check=stop.check)
+
+        # Matching grows with the file and the edits, the diff with the lines they changed: never
+        # on the event loop, and stopped by a cancellation between edits and between diff regions.
         try:
-            changed, diff = await off_loop(edit)
-        except content.EditError as error:
+            edited, diff = await off_loop(edit, long=True)
+        except edits.EditError as error:
             raise ToolError(f"{display}: {error}") from None
+        changed = edited.text
         dry_run = arguments.get("dryRun", False)
         if not dry_run and changed != original:
             await self._replace(path, bom + changed.encode("utf-8"))
-        fence = "`" * 3
-        while fence in diff:
-            fence += "`"
         notes = []
-        if len(diff) > self.config.max_read_bytes:
-            diff = _first_bytes(diff.encode("utf-8"), self.config.max_read_bytes).decode("utf-8")
-            notes.append(f"[Truncated: the diff is cut at {self.config.max_read_bytes} bytes (--max-read-bytes).]")
-        report = f"{fence}diff\n{diff}{fence}\n" if diff else "No changes: the edits leave the file as it was.\n"
+        if diff.blocks:
+            notes.append(f"[{diff.blocks} changed region(s) too large to compare line by line are shown whole: "
+                         "their old lines removed, then their new lines added.]")
+        text = diff.text
+        if diff.truncated or len(text.encode("utf-8")) > cap:
+            text = _first_bytes(text.encode("utf-8"), cap).decode("utf-8")
+            notes.append(f"[Truncated: the diff is cut at {cap} bytes (--max-read-bytes).]")
+        fence = "`" * 3
+        while fence in text:
+            fence += "`"
+        report = f"{fence}diff\n{text}{fence}\n" if text else "No changes: the edits leave the file as it was.\n"
         if dry_run:
             report = "Dry run, nothing was written:\n" + report
-        return _result(report, notes, diff=diff, applied=not dry_run and changed != original)
+        return _result(report, notes, diff=text, applied=not dry_run and changed != original)
 
     async def create_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         self.sandbox.make_directories(arguments["path"])
