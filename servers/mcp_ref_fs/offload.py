@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-    from .root import AtomicReplace, OpenFile
+    from .rewrite import Rewrite
+    from .root import OpenFile
 
 T = TypeVar("T")
 
@@ -220,7 +221,7 @@ def _glibc_allocator() -> tuple[Callable[[int, int], int], Callable[[int], int]]
         return False
 
 
-async def write_all(replacement: AtomicReplace, data: bytes) -> None:
+async def write_all(replacement: Rewrite, data: bytes) -> None:
     """Write ``data`` to an atomic replacement's temporary file, in a thread when large."""
     if len(data) <= IN_LOOP_READ_BYTES:
         replacement.write(data)

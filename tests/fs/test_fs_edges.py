@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from mcp_ref import Server
-from mcp_ref_fs import _act, _confine_openat2, offload
+from mcp_ref_fs import _act, _confine_openat2, offload, rewrite
 from mcp_ref_fs import root as fsroot
 from mcp_ref_fs.config import Config
 from mcp_ref_fs.resources import location_uri
@@ -68,8 +68,8 @@ def temp_files(directory: Path) -> list[str]:
 
 
 def patch_os(monkeypatch: pytest.MonkeyPatch, **replacements: Callable[..., Any]) -> Any:
-    """Give root.py and its act step (``_act``) an ``os`` whose named functions are replaced (the
-    rest is the real ``os``)."""
+    """Give root.py, its act step (``_act``) and the rewrite (``rewrite``) an ``os`` whose named
+    functions are replaced (the rest is the real ``os``)."""
     real = os
 
     class PatchedOs:
@@ -81,6 +81,7 @@ def patch_os(monkeypatch: pytest.MonkeyPatch, **replacements: Callable[..., Any]
         setattr(proxy, name, function)
     monkeypatch.setattr(fsroot, "os", proxy)
     monkeypatch.setattr(_act, "os", proxy)
+    monkeypatch.setattr(rewrite, "os", proxy)
     return proxy
 
 
@@ -475,7 +476,8 @@ def test_an_exception_after_the_commit_keeps_the_committed_file(root_dir: Path, 
 
 @pytest.mark.req("FS-ATOMIC-WRITE")
 def test_aborting_when_the_temporary_file_is_already_gone_is_quiet_and_keeps_the_target(
-        root_dir: Path, sandbox: Sandbox) -> None:
+        monkeypatch: pytest.MonkeyPatch, root_dir: Path, sandbox: Sandbox) -> None:
+    monkeypatch.setattr(rewrite, "_unnamed_files", lambda: False)  # a file system without O_TMPFILE
     before = open_fds()
     replacing = sandbox.replace_file("file.txt")
     replacing.write(NEW)
