@@ -9,7 +9,7 @@ between entries; cancelling the awaiting task sets it.
 No request keeps the others from a thread. At most ``WORKERS`` jobs run at once, and work that may
 run for seconds (``long=True``: trees, name and content searches, which may use their whole time
 limit, and edits) takes at most ``WORKERS - 1`` of those places, so the other work (listings,
-reads: short) always finds one. A cancelled job gives its place up at once: its thread still finishes, at the
+reads, writes: short) always finds one. A cancelled job gives its place up at once: its thread still finishes, at the
 job's next ``stop()`` check, but no longer counts, and up to ``ABANDONED`` such threads run beside
 the ``WORKERS`` live ones (the pool has ``WORKERS + ABANDONED`` threads). So cancelled work cannot
 starve the requests that follow it, whether or not it has noticed its cancellation yet.
@@ -26,17 +26,16 @@ from typing import TYPE_CHECKING, Callable, TypeVar
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
-    from .rewrite import Rewrite
     from .root import OpenFile
 
 T = TypeVar("T")
 
-# Reads and writes at or below this size happen on the event loop; larger ones in a thread
-# (aiofiles). Measured on the 2-core reference machine (file in the page cache, median): an
-# os.pread takes 0.5 us for 4 KiB, 1.9 us for 64 KiB, 26 us for 1 MiB and 355 us for 8 MiB,
-# while the same read through aiofiles takes 230-300 us up to 1 MiB and 730 us for 8 MiB. Up
-# to 1 MiB the thread round trip costs more than the loop would wait; above it, the bytes go
-# to a thread so that a slow disk or a network mount cannot hold up other requests for long.
+# Reads at or below this size happen on the event loop; larger ones in a thread (aiofiles).
+# Measured on the 2-core reference machine (file in the page cache, median): an os.pread takes
+# 0.5 us for 4 KiB, 1.9 us for 64 KiB, 26 us for 1 MiB and 355 us for 8 MiB, while the same read
+# through aiofiles takes 230-300 us up to 1 MiB and 730 us for 8 MiB. Up to 1 MiB the thread
+# round trip costs more than the loop would wait; above it, the bytes go to a thread so that a
+# slow disk or a network mount cannot hold up other requests for long.
 IN_LOOP_READ_BYTES = 1024 * 1024
 
 # Walks over names (trees, name searches) see a cancellation at the next entry (``stop.cancelled``,
@@ -219,14 +218,3 @@ def _glibc_allocator() -> tuple[Callable[[int, int], int], Callable[[int], int]]
         return libc.mallopt, libc.malloc_trim
     except (OSError, AttributeError):  # musl and others: no malloc_trim
         return False
-
-
-async def write_all(replacement: Rewrite, data: bytes) -> None:
-    """Write ``data`` to an atomic replacement's temporary file, in a thread when large."""
-    if len(data) <= IN_LOOP_READ_BYTES:
-        replacement.write(data)
-        return
-    import aiofiles
-
-    async with aiofiles.open(replacement.fd, "wb", closefd=False) as stream:
-        await stream.write(data)

@@ -1,6 +1,6 @@
 """Atomic rewrites: the one way mcp-ref-fs writes a file's content, keeping what the file is.
 
-``write_file`` and ``edit_file`` (:mod:`.tools`) both end here, through
+``write_file`` and ``edit_file`` (:mod:`.writing`) both end here, through
 ``Sandbox.replace_file``: root.py locates the path, opens its directory confined beneath the
 root and looks the final name up; this module does the writing. A rewrite never changes the old
 file in place. It writes a new file in the same directory and renames it over the old one, so a
@@ -41,17 +41,20 @@ time) is listed in docs/filesystem-server.md, "What a rewrite keeps". A few micr
 between the check of step 4 and the rename: another program's write in that window, or one made
 later through a descriptor it opened before, goes to the old file and is lost, as with every
 editor that saves by renaming.
+
+``FileLocks`` lets the tools run the rewrites of one file (device and inode) one at a time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import errno
 import os
 import stat
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 from ._act import TEMPORARY_PREFIX, is_temporary
 from .root import FileChanged, Refused, _fs_error
@@ -390,3 +393,30 @@ def sweep(act: AtAct | PathAct, dir_fd: Any) -> None:
                 act.unlink(dir_fd, name)
         except OSError:
             pass
+
+
+# --- one rewrite of a file at a time ---------------------------------------------------------------------
+
+
+class FileLocks:
+    """A lock per file, by (device, inode), that the tools hold while they rewrite it, so two
+    rewrites of one file inside this server never overlap (the later one reads what the earlier
+    one wrote). Locks exist only while someone holds or awaits them."""
+
+    def __init__(self) -> None:
+        self._locks: dict[tuple[int, int], list[Any]] = {}  # key -> [asyncio.Lock, users]
+
+    @contextlib.asynccontextmanager
+    async def hold(self, key: tuple[int, int]) -> AsyncIterator[None]:
+        entry = self._locks.get(key)
+        if entry is None:
+            entry = self._locks[key] = [asyncio.Lock(), 0]
+        entry[1] += 1
+        lock: asyncio.Lock = entry[0]
+        try:
+            async with lock:
+                yield
+        finally:
+            entry[1] -= 1
+            if not entry[1]:
+                del self._locks[key]

@@ -14,12 +14,16 @@ import json
 import stat
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
+from mcp_ref import ToolError, ToolResult, audio, blob_resource, embedded_resource, image
 
-from . import content, edits
-from .offload import IN_LOOP_READ_BYTES, STOP_EVERY, Stop, Stopped, off_loop, read_start, write_all
+from . import content
+# The answer helpers under the names this module has always used for them.
+from .answers import answer as _result, first_bytes as _first_bytes, last_bytes as _last_bytes
+from .offload import IN_LOOP_READ_BYTES, STOP_EVERY, Stop, Stopped, off_loop, read_start
 from .resources import location_uri
+from .rewrite import FileLocks
 from .root import CostlyListing, Entry, FsError, Location, OpenFile, display_name
+from .writing import WritingTools
 
 if TYPE_CHECKING:
     from mcp_ref import RequestContext, Server
@@ -45,20 +49,15 @@ def _output(**properties: Any) -> dict[str, Any]:
     return {"type": "object", "properties": {"content": {"type": "string"}, **properties}, "required": ["content"]}
 
 
-def _result(body: str, notes: list[str] | None = None, **structured: Any) -> ToolResult:
-    """The text block (plus one block per note, so ``content`` stays exactly the data)."""
-    blocks = [text(body)] + [text(note) for note in notes or ()]
-    extra = {"notes": notes} if notes else {}
-    return ToolResult(blocks, {"content": body, **structured, **extra})
-
-
-class FsTools:
-    """Registers every tool on a ``Server``; holds the sandbox and limits they share."""
+class FsTools(WritingTools):
+    """Registers every tool on a ``Server``; holds the sandbox and limits they share. The tools
+    that change the disk are in :mod:`.writing`."""
 
     def __init__(self, server: Server, sandbox: Sandbox, config: Config) -> None:
         self.server = server
         self.sandbox = sandbox
         self.config = config
+        self.locks = FileLocks()  # one rewrite of a file at a time (writing.py)
         self._register()
 
     # --- registration ---------------------------------------------------------------------------
@@ -337,108 +336,6 @@ class FsTools:
                 parts.append(f"{path}: Error - {error}")
             ctx.report_progress(index + 1, len(paths))
         return _result("\n---\n".join(parts))
-
-    # --- writing ----------------------------------------------------------------------------------
-
-    async def _replace(self, path: str, data: bytes) -> Location:
-        with self.sandbox.replace_file(path) as replacement:
-            await write_all(replacement, data)
-            replacement.commit()
-        return replacement.location
-
-    async def write_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        await self._replace(arguments["path"], _utf8(arguments["content"], "content"))
-        return _result(f"Successfully wrote to {arguments['path']}")
-
-    async def edit_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        path = arguments["path"]
-        with self.sandbox.open_file(path) as opened:
-            size = opened.info.st_size
-            if size > self.config.max_media_bytes:
-                raise ToolError(f"{opened.location.display} has {size} bytes; edit_file handles files up to "
-                                f"{self.config.max_media_bytes} bytes")
-            raw = await read_start(opened, size)
-            self._refuse_binary(opened, raw[:SNIFF_BYTES])
-            bom = content.split_bom(raw)[0]
-            original = self._decode(opened, raw)  # without the file's byte-order mark (one: a second is text)
-            display = opened.location.display
-        changes = [(edit["oldText"], edit["newText"]) for edit in arguments["edits"]]
-        for number, (old_text, new_text) in enumerate(changes, 1):
-            _utf8(old_text, f"oldText of edit {number}")
-            _utf8(new_text, f"newText of edit {number}")
-        cap = self.config.max_read_bytes
-
-        def edit(stop: Stop) -> tuple[edits.Edited, edits.Diff]:
-            edited = edits.edit_text(original, changes, check=stop.check)
-            return edited, edits.edit_diff(edited, display, max_bytes=cap, check=stop.check)
-
-        # Matching grows with the file and the edits, the diff with the lines they changed: never
-        # on the event loop, and stopped by a cancellation between edits and between diff regions.
-        try:
-            edited, diff = await off_loop(edit, long=True)
-        except edits.EditError as error:
-            raise ToolError(f"{display}: {error}") from None
-        changed = edited.text
-        dry_run = arguments.get("dryRun", False)
-        if not dry_run and changed != original:
-            await self._replace(path, bom + changed.encode("utf-8"))
-        notes = []
-        if diff.blocks:
-            notes.append(f"[{diff.blocks} changed region(s) too large to compare line by line are shown whole: "
-                         "their old lines removed, then their new lines added.]")
-        text = diff.text
-        if diff.truncated or len(text.encode("utf-8")) > cap:
-            text = _first_bytes(text.encode("utf-8"), cap).decode("utf-8")
-            notes.append(f"[Truncated: the diff is cut at {cap} bytes (--max-read-bytes).]")
-        fence = "`" * 3
-        while fence in text:
-            fence += "`"
-        report = f"{fence}diff\n{text}{fence}\n" if text else "No changes: the edits leave the file as it was.\n"
-        if dry_run:
-            report = "Dry run, nothing was written:\n" + report
-        return _result(report, notes, diff=text, applied=not dry_run and changed != original)
-
-    async def create_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        self.sandbox.make_directories(arguments["path"])
-        return _result(f"Successfully created directory {arguments['path']}")
-
-    async def move_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        self.sandbox.move(arguments["source"], arguments["destination"])
-        return _result(f"Successfully moved {arguments['source']} to {arguments['destination']}")
-
-    async def delete_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        path = arguments["path"]
-        identity = self.sandbox.identity(path)
-        location = self.sandbox.locate(path)
-        if identity is None:
-            raise ToolError(f"No such file or directory: {location.display}")
-        if identity[2] == "directory" and self._has_entries(path):
-            # Asking the user to confirm what cannot be done would only waste their attention.
-            raise ToolError(f"{location.display} is a directory that is not empty; only empty ones are deleted")
-        what = {"file": "the file", "directory": "the empty directory", "symlink": "the link"}.get(identity[2], "the entry")
-        form = elicit_form(
-            f"Delete {what} {location.display}? This cannot be undone.",
-            {"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Delete it",
-                                                          "description": f"Delete {location.display}"}},
-             "required": ["confirm"]},
-        )
-        state = {"identity": list(identity)}
-        # Delete only the very entry the user was shown: its identity travels in the sealed
-        # requestState, so a replaced file (or a tampered state) deletes nothing. An answer that
-        # comes without that state answers no question of ours (the client skipped the first
-        # round): it is ignored and the question asked.
-        confirmed = ctx.state.get("identity") if isinstance(ctx.state, dict) else None
-        if confirmed is None:
-            raise InputRequired({"confirm_delete": form}, state=state)
-        answer = ctx.ask("confirm_delete", form, state=state)
-        if answer.get("action") != "accept" or not (answer.get("content") or {}).get("confirm"):
-            verdict = {"decline": "declined", "cancel": "cancelled"}.get(answer.get("action", ""), "did not confirm")
-            return _result(f"Not deleted: the user {verdict} deleting {location.display}.", deleted=False)
-        self.sandbox.delete(path, expect=tuple(confirmed))  # type: ignore[arg-type]
-        return _result(f"Successfully deleted {location.display}", deleted=True)
-
-    def _has_entries(self, path: str) -> bool:
-        return self.sandbox.has_entries(path)
 
     # --- listing ----------------------------------------------------------------------------------
 
@@ -730,41 +627,6 @@ def _excludes(patterns: list[str]) -> Any:
         return compile_excludes(patterns)
     except ValueError as error:
         raise ToolError(f"Invalid exclude pattern: {error}") from None
-
-
-def _utf8(value: str, what: str) -> bytes:
-    """``value`` as UTF-8, or a tool error when it holds a lone surrogate (JSON's ``\\ud800``
-    escapes allow one; no UTF-8 file can store it)."""
-    try:
-        return value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise ToolError(
-            f"{what} is not valid Unicode: it holds a lone surrogate (U+{ord(value[error.start]):04X}) at character "
-            f"{error.start}, which a UTF-8 file cannot store"
-        ) from None
-
-
-def _first_bytes(data: bytes, cap: int) -> bytes:
-    """At most ``cap`` bytes from the start of ``data``: whole lines when a line ends within them,
-    else cut between two characters, never inside a UTF-8 sequence."""
-    cut = data.rfind(b"\n", 0, cap) + 1
-    if not cut:
-        cut = cap
-        while cut > 0 and data[cut] & 0xC0 == 0x80:  # a continuation byte: the cut would split a character
-            cut -= 1
-    return data[:cut]
-
-
-def _last_bytes(data: bytes, cap: int) -> bytes:
-    """At most ``cap`` bytes from the end of ``data``: whole lines when one starts within them,
-    else cut between two characters, never inside a UTF-8 sequence."""
-    start = len(data) - cap
-    newline = data.find(b"\n", start - 1)  # the first line starting at or after ``start``
-    if 0 <= newline < len(data) - 1:
-        return data[newline + 1:]
-    while start < len(data) and data[start] & 0xC0 == 0x80:
-        start += 1
-    return data[start:]
 
 
 def _chunks(opened: OpenFile, limit: int) -> Iterator[bytes]:

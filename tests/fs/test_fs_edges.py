@@ -629,14 +629,19 @@ async def test_long_work_never_takes_the_last_place_so_short_work_always_runs() 
     assert len(started) == offload.WORKERS + 2
 
 
-async def test_a_write_above_the_in_loop_threshold_goes_through_a_thread_and_lands_whole(
-        monkeypatch: pytest.MonkeyPatch, root_dir: Path, sandbox: Sandbox) -> None:
-    monkeypatch.setattr(offload, "IN_LOOP_READ_BYTES", 16)
-    data = bytes(range(256)) * 40
-    with sandbox.replace_file("file.txt") as replacing:
-        monkeypatch.setattr(replacing, "write", lambda _data: pytest.fail("written on the loop"))
-        await offload.write_all(replacing, data)
-        replacing.commit()
+async def test_a_rewrite_runs_in_a_worker_thread_and_lands_whole(root_dir: Path, sandbox: Sandbox) -> None:
+    tools = FsTools(Server("edges", "0"), sandbox, Config(roots=(str(root_dir),)))
+    threads: list[bool] = []
+    real = sandbox.replace_file
+
+    def replace_file(path: str, **options: Any) -> Any:
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(path, **options)
+
+    sandbox.replace_file = replace_file  # type: ignore[method-assign]
+    data = bytes(range(128)) * 40
+    await tools.write_file(None, {"path": "file.txt", "content": data.decode()})  # type: ignore[arg-type]
+    assert threads == [False]
     assert (root_dir / "file.txt").read_bytes() == data
 
 

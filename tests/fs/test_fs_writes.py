@@ -1,17 +1,17 @@
 """Write safety of mcp-ref-fs (issue 17), through real stdio: every test spawns the server.
 
-Each test of a defect failed on 7f72c80 (the numbers are in the issue's closing note): a diff
-that took seconds to minutes and held worker threads after its request was cancelled, rewrites
-that ignored the file's own permissions or dropped its extended attributes, a second byte-order
-mark stripped, temporary files a crash left for good, directory changes never flushed. Two tests
-guard what already held and must go on holding: root may rewrite a 0444 file, and keeps another
-user's owner.
+Each test of a defect failed on 7f72c80 (the numbers are in the issue's closing note): edits lost
+to a second edit or to another program, a diff that took seconds to minutes and held worker
+threads after its request was cancelled, rewrites that ignored the file's own permissions or
+dropped its extended attributes, a second byte-order mark stripped, temporary files a crash left
+for good, directory changes never flushed. Two tests guard what already held and must go on
+holding: root may rewrite a 0444 file, and keeps another user's owner.
 
-Where a test must act at an exact step of the server's work (a crash in the middle of a write,
-work that announces it has started), the server runs with a *hook*: a few lines of Python run in
-its own process before ``mcp-ref-fs`` starts (:func:`hooked`). Tests of permissions run the
-server as an unprivileged user (:func:`unprivileged`): ``nobody`` when the suite runs as root,
-as CI does.
+Where a test must act at an exact step of the server's work (another program writing while an
+edit is being computed, a crash in the middle of a write, work that announces it has started),
+the server runs with a *hook*: a few lines of Python run in its own process before
+``mcp-ref-fs`` starts (:func:`hooked`). Tests of permissions run the server as an unprivileged
+user (:func:`unprivileged`): ``nobody`` when the suite runs as root, as CI does.
 """
 
 from __future__ import annotations
@@ -75,6 +75,18 @@ AROUND_WORK = """
 def around_work(before_and_after: str) -> str:
     """A hook defining ``before(number)`` and ``after(number)``, run around the server's work."""
     return textwrap.dedent(before_and_after) + textwrap.dedent(AROUND_WORK)
+
+
+def another_program_runs(source: str, *, at: int = 1) -> str:
+    """A hook: once the ``at``-th piece of the server's thread work is done, another program (a
+    separate Python process) runs ``source``, and the server goes on when it has exited."""
+    return around_work(f"""
+        import subprocess
+        def before(number): pass
+        def after(number):
+            if number == {at}:
+                subprocess.run([sys.executable, "-c", {source!r}], check=True)
+    """)
 
 
 def text_of(response: dict[str, Any]) -> str:
@@ -198,6 +210,75 @@ def xattrs_or_skip(path: Path) -> None:
         os.removexattr(path, "user.mcp-ref-probe")
     except OSError as error:
         pytest.skip(f"the file system under {path.parent} refuses user extended attributes ({error.strerror})")
+
+
+# --- 1: edits lost to another edit or to another program ------------------------------------------------
+
+
+@pytest.mark.req("FS-EDIT-ONE-AT-A-TIME")
+def test_two_edits_of_one_file_sent_back_to_back_both_land_also_through_another_spelling(tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    target = tmp_path / "root" / "big.txt"
+    lines_file(target, 30_000)
+    (tmp_path / "root" / "alias.txt").symlink_to("big.txt")
+    with ServerProcess(fs_command(tmp_path / "root")) as server:
+        server.send_many([
+            tool_call(1, "edit_file", {"path": str(target), "edits": [{"oldText": "line 10\n", "newText": "EDIT ONE\n"}]}),
+            tool_call(2, "edit_file", {"path": "alias.txt", "edits": [{"oldText": "line 20000\n", "newText": "EDIT TWO\n"}]}),
+        ])
+        first, second = server.response(1), server.response(2)
+    assert not is_error(first) and not is_error(second)
+    assert "+EDIT ONE" in text_of(first) and "+EDIT TWO" in text_of(second)
+    data = target.read_text()
+    assert "EDIT ONE\n" in data and "EDIT TWO\n" in data and "line 10\n" not in data
+    assert len(data.splitlines()) == 30_000
+
+
+@pytest.mark.req("FS-EDIT-ONE-AT-A-TIME")
+def test_a_write_file_sent_right_after_an_edit_of_the_same_file_is_not_undone_by_the_edit(tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    target = tmp_path / "root" / "big.txt"
+    lines_file(target, 30_000)
+    with ServerProcess(fs_command(tmp_path / "root")) as server:
+        server.send_many([
+            tool_call(1, "edit_file", {"path": str(target), "edits": [{"oldText": "line 29999\n", "newText": "edited\n"}]}),
+            tool_call(2, "write_file", {"path": str(target), "content": "written last\n"}),
+        ])
+        edited, written = server.response(1), server.response(2)
+    assert not is_error(edited) and not is_error(written)
+    assert target.read_text() == "written last\n"
+
+
+@pytest.mark.req("FS-EDIT-CHANGED-MEANWHILE")
+def test_a_line_another_program_appends_while_an_edit_is_made_is_kept_and_the_answer_says_so(tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    target = tmp_path / "root" / "big.txt"
+    lines_file(target, 30_000)
+    append = f"open({str(target)!r}, 'a').write('appended by another program\\n')"
+    with hooked(another_program_runs(append), tmp_path / "root") as server:
+        response = server.request(tool_call(1, "edit_file", {
+            "path": str(target), "edits": [{"oldText": "line 5\n", "newText": "EDITED\n"}]}))
+    assert not is_error(response), text_of(response)
+    data = target.read_text()
+    assert data.endswith("line 29999\nappended by another program\n") and "EDITED\nline 6\n" in data
+    assert "changed while it was being edited" in text_of(response) and "applied again" in text_of(response)
+
+
+@pytest.mark.req("FS-EDIT-CHANGED-MEANWHILE")
+def test_an_edit_whose_text_another_program_changes_meanwhile_writes_nothing_and_says_so(tmp_path: Path) -> None:
+    (tmp_path / "root").mkdir()
+    target = tmp_path / "root" / "big.txt"
+    text = lines_file(target, 30_000)
+    theirs = text.replace("line 5\n", "line 5 rewritten by another program\n")
+    rewrite = (f"path = {str(target)!r}; text = open(path).read(); "
+               "open(path, 'w').write(text.replace('line 5\\n', 'line 5 rewritten by another program\\n'))")
+    with hooked(another_program_runs(rewrite), tmp_path / "root") as server:
+        response = server.request(tool_call(1, "edit_file", {
+            "path": str(target), "edits": [{"oldText": "line 5\n", "newText": "EDITED\n"}]}))
+    assert is_error(response)
+    message = text_of(response)
+    assert "changed while it was being edited" in message and "nothing was written" in message
+    assert target.read_text() == theirs
 
 
 # --- 2: the diff, cancellation, and the worker threads ----------------------------------------------------

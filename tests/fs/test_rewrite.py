@@ -1,5 +1,6 @@
-"""Unit tests of the write path (mcp_ref_fs.rewrite, through Sandbox.replace_file): what the wire
-tests in test_fs_writes.py cannot reach (a failure injected at one system call, a clock moved).
+"""Unit tests of the write path (mcp_ref_fs.rewrite, through Sandbox.replace_file, and the tools of
+mcp_ref_fs.writing): what the wire tests in test_fs_writes.py cannot reach (a failure injected at
+one system call, a clock moved).
 
 Every test runs under both act steps (``*at`` calls, and the path-based one Windows uses): the
 first makes new files without a name (``O_TMPFILE``), the second under a temporary name.
@@ -233,3 +234,46 @@ def test_a_directory_that_cannot_be_synced_does_not_fail_a_create_move_or_delete
     root = root_of(sandbox)
     assert (root / "a" / "b").is_dir() and not (root / "file.txt").exists() and not (root / "a" / "b" / "moved.txt").exists()
     assert len(synced) == 5  # root and a (created in them), b and the root (the move), b (the delete)
+
+
+# --- writing.py: the tools' retries and limits ---------------------------------------------------------
+
+
+def _tools(sandbox: Sandbox, **config: Any) -> Any:
+    from mcp_ref import Server
+    from mcp_ref_fs.config import Config
+    from mcp_ref_fs.tools import FsTools
+
+    return FsTools(Server("rewrite", "0"), sandbox, Config(roots=(sandbox.roots[0].real,), **config))
+
+
+@pytest.mark.req("FS-EDIT-CHANGED-MEANWHILE")
+async def test_an_edit_of_a_file_that_changes_at_every_attempt_gives_up_and_writes_nothing(
+        sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    from mcp_ref import ToolError
+    from mcp_ref_fs import writing
+
+    tools = _tools(sandbox)
+    attempts: list[int] = []
+
+    async def always_changed(path: str, data: bytes, *, expect: Any = None) -> None:
+        attempts.append(1)
+        raise FileChanged("changed")
+
+    monkeypatch.setattr(tools, "_rewrite", always_changed)
+    with pytest.raises(ToolError, match=f"{writing.MAX_ATTEMPTS} times in a row"):
+        await tools.edit_file(None, {"path": "file.txt", "edits": [{"oldText": "old", "newText": "new"}]})
+    with pytest.raises(FileChanged):
+        await tools.write_file(None, {"path": "file.txt", "content": "new\n"})
+    assert len(attempts) == 2 * writing.MAX_ATTEMPTS
+    assert (root_of(sandbox) / "file.txt").read_bytes() == OLD
+
+
+@pytest.mark.req("FS-EDIT-DIFF-BOUNDED")
+async def test_edits_past_the_time_limit_are_refused_and_write_nothing(sandbox: Sandbox) -> None:
+    from mcp_ref import ToolError
+
+    tools = _tools(sandbox, search_seconds=-1.0)
+    with pytest.raises(ToolError, match="took longer than"):
+        await tools.edit_file(None, {"path": "file.txt", "edits": [{"oldText": "old", "newText": "new"}]})
+    assert (root_of(sandbox) / "file.txt").read_bytes() == OLD
