@@ -240,12 +240,9 @@ class PathAct:
     def create_unnamed(self, held: Any, mode: int) -> int:
         """A new file without a name in the held directory: none here. Windows has no such thing,
         and the Linux path-based act step, which exists to run Windows' code, makes none either,
-        so rewrites through it use a temporary file of the server's naming, as on Windows."""
+        so rewrites through it use a temporary file of the server's naming, as on Windows (and
+        never need ``AtAct.link_unnamed``)."""
         raise OSError(errno.EOPNOTSUPP, "no unnamed files through the path-based act step")
-
-    def link_unnamed(self, fd: int, held: Any, name: str) -> None:  # pragma: no cover - abstract
-        """Give the unnamed file ``fd`` a name in the held directory."""
-        raise NotImplementedError
 
     def rename_paths(self, source: str, target: str, info: os.stat_result) -> None:  # pragma: no cover - abstract
         """Rename ``source`` to ``target`` unless ``target`` exists (``EEXIST`` then)."""

@@ -9,10 +9,11 @@ between entries; cancelling the awaiting task sets it.
 No request keeps the others from a thread. At most ``WORKERS`` jobs run at once, and work that may
 run for seconds (``long=True``: trees, name and content searches, which may use their whole time
 limit, and edits) takes at most ``WORKERS - 1`` of those places, so the other work (listings,
-reads, writes: short) always finds one. A cancelled job gives its place up at once: its thread still finishes, at the
-job's next ``stop()`` check, but no longer counts, and up to ``ABANDONED`` such threads run beside
-the ``WORKERS`` live ones (the pool has ``WORKERS + ABANDONED`` threads). So cancelled work cannot
-starve the requests that follow it, whether or not it has noticed its cancellation yet.
+reads, writes: short) always finds one. A cancelled job gives its place up at once: its thread
+still finishes, at the job's next ``stop()`` check, but no longer counts, and up to ``ABANDONED``
+such threads run beside the ``WORKERS`` live ones (the pool has ``WORKERS + ABANDONED``
+threads). So cancelled work cannot starve the requests that follow it, whether or not it has
+noticed its cancellation yet.
 """
 
 from __future__ import annotations

@@ -775,7 +775,8 @@ class Sandbox:
                 for name, kind, info in sized[:limit]:
                     entries.append(Entry(name, kind, info.st_size, info.st_mtime))
                 return location, entries, len(sized)
-            items = _without_temporaries(sorted(items, key=_name_of))
+            items.sort(key=_name_of)
+            items = _without_temporaries(items)
             for item in items[:limit]:
                 try:
                     # is_file first: one call (no stat where the listing carries types) settles most entries.

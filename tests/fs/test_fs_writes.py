@@ -16,6 +16,7 @@ user (:func:`unprivileged`): ``nobody`` when the suite runs as root, as CI does.
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import pwd
@@ -167,8 +168,14 @@ class Unprivileged:
 
     def start(self, root: Path) -> ServerProcess:
         env: dict[str, str | None] = {}
-        if os.environ.get("COVERAGE_PROCESS_CONFIG") or os.environ.get("COVERAGE_PROCESS_START"):
-            env["COVERAGE_FILE"] = str(self.coverage / ".coverage")
+        config = os.environ.get("COVERAGE_PROCESS_CONFIG")  # coverage's settings for the processes it measures
+        if config:
+            try:  # base64 of JSON: the data file named in it is the one the process writes
+                settings = json.loads(base64.b64decode(config))
+                settings["data_file"] = str(self.coverage / ".coverage")
+                env["COVERAGE_PROCESS_CONFIG"] = base64.b64encode(json.dumps(settings).encode()).decode()
+            except (ValueError, TypeError):
+                env["COVERAGE_PROCESS_CONFIG"] = None  # a format this test does not know: not measured
         server = ServerProcess([*self.prefix, *fs_command(root)], env=env, user=self.user)
         self.started.append(server)
         return server

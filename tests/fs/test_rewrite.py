@@ -18,7 +18,7 @@ from typing import Any, Iterator
 import pytest
 
 from mcp_ref_fs import _act, rewrite
-from mcp_ref_fs.root import FileChanged, Refused, Sandbox
+from mcp_ref_fs.root import FileChanged, FsError, Refused, Sandbox
 from mcp_ref_fs.watch import Watcher
 
 OLD = b"the old contents\n"
@@ -163,6 +163,74 @@ def test_a_rewrite_keeps_the_files_group_when_the_new_file_would_get_another(san
     assert target.stat().st_gid == 65534
 
 
+@pytest.mark.req("FS-WRITE-PERMISSIONS")
+def test_another_failure_to_open_the_file_for_writing_is_reported_as_itself(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    def failing(held: Any, name: str) -> int:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    monkeypatch.setattr(sandbox.act, "open_for_writing", failing)
+    with pytest.raises(FsError, match="Input/output error"):
+        write(sandbox, "file.txt")
+    assert sorted(os.listdir(root_of(sandbox))) == ["file.txt"]
+
+
+def test_a_new_file_that_cannot_be_created_leaves_nothing_and_says_why(sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    def refused(*args: Any) -> int:
+        raise OSError(errno.EACCES, os.strerror(errno.EACCES))  # a directory the server's user may not write
+
+    monkeypatch.setattr(sandbox.act, "create_unnamed", refused)
+    monkeypatch.setattr(sandbox.act, "create", refused)
+    with pytest.raises(Refused, match="Permission denied"):
+        write(sandbox, "new.txt")
+    assert sorted(os.listdir(root_of(sandbox))) == ["file.txt"]
+
+
+@pytest.mark.req("FS-REWRITE-KEEPS")
+@pytest.mark.parametrize(("listed", "read", "outcome"), [
+    (OSError(errno.EOPNOTSUPP, "no xattrs here"), None, []),  # a file system without extended attributes
+    (["user.gone"], OSError(errno.ENODATA, "removed meanwhile"), []),
+    (["user.secret"], OSError(errno.EACCES, "Permission denied"), Refused),
+    (OSError(errno.EIO, "Input/output error"), None, OSError),
+])
+def test_extended_attributes_that_cannot_be_read_are_skipped_only_when_nothing_is_lost(
+        monkeypatch: pytest.MonkeyPatch, listed: Any, read: Any, outcome: Any) -> None:
+    def listxattr(fd: int) -> list[str]:
+        if isinstance(listed, OSError):
+            raise listed
+        return listed
+
+    def getxattr(fd: int, name: str) -> bytes:
+        raise read
+
+    monkeypatch.setattr(os, "listxattr", listxattr)
+    monkeypatch.setattr(os, "getxattr", getxattr)
+    if isinstance(outcome, list):
+        assert rewrite._read_xattrs(0, "f") == outcome
+    else:
+        with pytest.raises(outcome):
+            rewrite._read_xattrs(0, "f")
+
+
+@pytest.mark.req("FS-REWRITE-KEEPS")
+def test_an_acl_the_new_file_inherited_that_cannot_be_removed_fails_the_commit(
+        sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    def removexattr(fd: Any, name: str, *args: Any) -> None:
+        raise OSError(errno.EPERM, os.strerror(errno.EPERM))
+
+    monkeypatch.setattr(os, "removexattr", removexattr)
+    with pytest.raises(Refused, match="Permission denied"):
+        write(sandbox, "file.txt")
+    assert (root_of(sandbox) / "file.txt").read_bytes() == OLD and temporaries(root_of(sandbox)) == []
+
+
+@pytest.mark.req("FS-REWRITE-KEEPS")
+def test_without_extended_attribute_calls_a_rewrite_carries_none_and_still_works(
+        sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rewrite, "_XATTRS", False)  # macOS, Windows
+    write(sandbox, "file.txt")
+    assert (root_of(sandbox) / "file.txt").read_bytes() == NEW
+
+
 # --- temporary files ---------------------------------------------------------------------------------------
 
 
@@ -186,6 +254,37 @@ def test_stale_temporaries_are_swept_once_per_directory_and_young_or_foreign_one
     os.utime(late, (hour_ago, hour_ago))
     write(sandbox, "file.txt")
     assert late.exists()  # the directory was swept already in this run
+
+
+@pytest.mark.req("FS-NO-STALE-TEMPORARIES")
+def test_a_sweep_that_cannot_look_or_remove_is_quiet_and_remembers_only_so_many_directories(
+        sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setattr(rewrite, "_swept", set())
+    monkeypatch.setattr(rewrite, "_SWEPT_MAX", 1)
+    act = sandbox.act
+    root = root_of(sandbox)
+    stale = root / ".mcp-ref-00000000000000ee.tmp"
+    stale.write_text("left\n")
+    hour_ago = time.time() - rewrite.STALE_SECONDS - 60
+    os.utime(stale, (hour_ago, hour_ago))
+
+    def fails(*args: Any) -> Any:
+        raise OSError(errno.EIO, os.strerror(errno.EIO))
+
+    held = act.open_root(str(root))
+    try:
+        for name in ("stat_dir", "scandir", "unlink"):
+            with monkeypatch.context() as patched:
+                patched.setattr(act, name, fails)
+                rewrite._swept.clear()
+                rewrite.sweep(act, held)  # quiet
+        assert stale.exists()
+        rewrite._swept.clear()
+        rewrite._swept.add((-1, -1))  # another directory, remembered: the set is full
+        rewrite.sweep(act, held)
+        assert not stale.exists() and len(rewrite._swept) == 1
+    finally:
+        act.close(held)
 
 
 @pytest.mark.req("FS-NO-STALE-TEMPORARIES")
