@@ -185,9 +185,11 @@ class ServerProcess:
         stdout: int | IO[Any] | None = subprocess.PIPE,
         cwd: Path | str = REPO_ROOT,
         start: bool = True,
+        user: tuple[int, int] | None = None,
     ) -> None:
         """``command`` defaults to ``[sys.executable, "-m", module]``. ``stdin``/``stdout`` may be
-        open files (then the harness cannot send or read on that side)."""
+        open files (then the harness cannot send or read on that side). ``user``: ``(uid, gid)``
+        to run the server as, without supplementary groups (the harness must be root)."""
         if schema not in ("modern", "legacy", "auto", None):
             raise ValueError('schema must be "modern", "legacy", "auto" or None')
         self.command = list(command) if command is not None else [sys.executable, "-m", module]
@@ -205,6 +207,7 @@ class ServerProcess:
                 self.env[name] = value
         self._stdin_spec = stdin
         self._stdout_spec = stdout
+        self._user = user
         self.proc: subprocess.Popen[bytes] | None = None
         self._stderr_file = tempfile.TemporaryFile()
         self._buffer = bytearray()
@@ -225,6 +228,9 @@ class ServerProcess:
     def start(self) -> ServerProcess:
         if self.proc is not None:
             raise RuntimeError("already started")
+        as_user: dict[str, Any] = {}
+        if self._user is not None:
+            as_user = {"user": self._user[0], "group": self._user[1], "extra_groups": []}
         self.proc = subprocess.Popen(
             self.command,
             cwd=self.cwd,
@@ -232,6 +238,7 @@ class ServerProcess:
             stdin=self._stdin_spec,
             stdout=self._stdout_spec,
             stderr=self._stderr_file,
+            **as_user,
         )
         if self.proc.stdin is not None:
             os.set_blocking(self.proc.stdin.fileno(), False)

@@ -59,9 +59,24 @@ O_BINARY = getattr(os, "O_BINARY", 0)
 DIR_FLAGS = os.O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC
 FILE_FLAGS = os.O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_BINARY
 TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | O_NOFOLLOW | O_CLOEXEC | O_BINARY
+# An existing file opened for writing to learn whether this process may write it: never
+# truncated, never following the name, never blocking (a FIFO, a lease).
+WRITE_FLAGS = os.O_WRONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_BINARY
+# A new file without a name in a directory (Linux O_TMPFILE; 0 where the system has none).
+O_TMPFILE = getattr(os, "O_TMPFILE", 0)
+UNNAMED_FLAGS = O_TMPFILE | os.O_WRONLY | O_CLOEXEC
 ROOT_FLAGS = os.O_RDONLY | O_DIRECTORY | O_CLOEXEC
 
 ACTS = ("auto", "at", "paths")
+
+# The temporary files of atomic rewrites (rewrite.py), where one needs a name: listings skip them.
+TEMPORARY_PREFIX = ".mcp-ref-"
+_HEX = frozenset("0123456789abcdef")
+
+
+def is_temporary(name: str) -> bool:
+    """Is ``name`` a temporary file of the server's own naming (``.mcp-ref-<16 hex>.tmp``)?"""
+    return len(name) == 29 and name.startswith(TEMPORARY_PREFIX) and name.endswith(".tmp") and _HEX.issuperset(name[9:25])
 
 
 def open_root_fd(path: str) -> int:
@@ -130,9 +145,29 @@ class AtAct:
         os.mkdir(name, 0o777, dir_fd=held)
 
     @staticmethod
-    def create(held: int, name: str) -> int:
-        """A new file, exclusively (a temporary file of an atomic write), write-only, mode 0600."""
-        return os.open(name, TEMP_FLAGS, 0o600, dir_fd=held)
+    def open_for_writing(held: int, name: str) -> int:
+        """An existing file opened write-only, never truncated, never following ``name``: the
+        kernel's answer to whether this process may write it (an atomic rewrite asks first)."""
+        return os.open(name, WRITE_FLAGS, dir_fd=held)
+
+    @staticmethod
+    def create(held: int, name: str, mode: int = 0o600) -> int:
+        """A new file, exclusively (the temporary file of an atomic rewrite), write-only."""
+        return os.open(name, TEMP_FLAGS, mode, dir_fd=held)
+
+    @staticmethod
+    def create_unnamed(held: int, mode: int) -> int:
+        """A new file without a name in the directory (``O_TMPFILE``), write-only; ``OSError``
+        (``EOPNOTSUPP``, ``EISDIR`` on kernels before 3.11) where there is none."""
+        if not O_TMPFILE:
+            raise OSError(errno.EOPNOTSUPP, "no O_TMPFILE on this system")
+        return os.open(".", UNNAMED_FLAGS, mode, dir_fd=held)
+
+    @staticmethod
+    def link_unnamed(fd: int, held: int, name: str) -> None:
+        """Give the unnamed file ``fd`` the name ``name`` (``EEXIST`` when it is taken): ``linkat``
+        of its ``/proc/self/fd`` magic link (``AT_EMPTY_PATH`` would need a capability)."""
+        os.link(f"{FD_PATHS}/{fd}", name, dst_dir_fd=held, follow_symlinks=True)
 
     @staticmethod
     def unlink(held: int, name: str) -> None:
@@ -198,6 +233,17 @@ class PathAct:
         """An existing file, read-only, never following its final name."""
         raise NotImplementedError
 
+    def open_path_for_writing(self, path: str) -> int:  # pragma: no cover - abstract
+        """An existing file, write-only, never truncated, never following its final name."""
+        raise NotImplementedError
+
+    def create_unnamed(self, held: Any, mode: int) -> int:
+        """A new file without a name in the held directory: none here. Windows has no such thing,
+        and the Linux path-based act step, which exists to run Windows' code, makes none either,
+        so rewrites through it use a temporary file of the server's naming, as on Windows (and
+        never need ``AtAct.link_unnamed``)."""
+        raise OSError(errno.EOPNOTSUPP, "no unnamed files through the path-based act step")
+
     def rename_paths(self, source: str, target: str, info: os.stat_result) -> None:  # pragma: no cover - abstract
         """Rename ``source`` to ``target`` unless ``target`` exists (``EEXIST`` then)."""
         raise NotImplementedError
@@ -226,15 +272,18 @@ class PathAct:
     def open_file(self, held: Any, name: str) -> int:
         return self.open_path(self.at(held, name))
 
+    def open_for_writing(self, held: Any, name: str) -> int:
+        return self.open_path_for_writing(self.at(held, name))
+
     def scandir(self, held: Any) -> Any:
         return os.scandir(self.path(held))
 
     def mkdir(self, held: Any, name: str) -> None:
         os.mkdir(self.at(held, name), 0o777)
 
-    def create(self, held: Any, name: str) -> int:
+    def create(self, held: Any, name: str, mode: int = 0o600) -> int:
         # O_CREAT | O_EXCL never follows a link at the name (it fails: the name exists).
-        return os.open(self.at(held, name), TEMP_FLAGS, 0o600)
+        return os.open(self.at(held, name), TEMP_FLAGS, mode)
 
     def unlink(self, held: Any, name: str) -> None:
         os.unlink(self.at(held, name))
@@ -267,6 +316,9 @@ class ProcFdPathAct(PathAct):
 
     def open_path(self, path: str) -> int:
         return os.open(path, FILE_FLAGS)
+
+    def open_path_for_writing(self, path: str) -> int:
+        return os.open(path, WRITE_FLAGS)
 
     def rename_paths(self, source: str, target: str, info: os.stat_result) -> None:
         rename_no_replace(None, source, None, target, info)

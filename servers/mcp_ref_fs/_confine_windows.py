@@ -37,15 +37,17 @@ which Win32 does not normalise: no trailing-dot stripping, no device names, no `
 never follows the final name. The path-based code is shared with Linux, where the whole test suite
 runs it (``MCP_REF_FS_ACT=paths``: see :mod:`mcp_ref_fs._act`); what is Windows' own is here:
 
-* opening an existing file: ``CreateFileW(OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT)``, then the
-  handle's attributes: a reparse point is refused (``ELOOP``, as ``O_NOFOLLOW`` answers), a
+* opening an existing file (to read it, or to learn whether this user may write it before an
+  atomic rewrite): ``CreateFileW(OPEN_EXISTING, FILE_FLAG_OPEN_REPARSE_POINT)``, then the handle's
+  attributes: a reparse point is refused (``ELOOP``, as ``O_NOFOLLOW`` answers), a
   directory too (``EISDIR``); only then ``msvcrt.open_osfhandle`` makes it a C runtime descriptor;
 * a directory entered by a walk: the same open with ``FILE_FLAG_BACKUP_SEMANTICS`` and the held
   share mode; a reparse point is not entered (``ELOOP``), as POSIX walks never enter links;
 * ``lstat`` marks a junction (a name-surrogate reparse point Python reports as a directory) as a
   link, so root.py's link policy judges it like a symbolic link (``os.readlink`` reads both);
 * a move that never replaces is ``os.rename`` (``MoveFileExW`` without ``MOVEFILE_REPLACE_EXISTING``
-  fails when the destination exists, a link included); an atomic write's commit is ``os.replace``;
+  fails when the destination exists, a link included); an atomic write's commit is ``os.replace``
+  of a temporary file of the server's own naming (Windows has no unnamed files);
   a directory cannot be flushed through the C runtime, so that ``fsync`` is skipped;
 * the real path of a held directory (for the watcher) is its final path.
 
@@ -75,6 +77,7 @@ FollowLink = Callable[[tuple[str, ...], str, tuple[str, ...]], tuple[str, ...]]
 
 # winnt.h / fileapi.h
 GENERIC_READ = 0x80000000
+GENERIC_WRITE = 0x40000000
 FILE_READ_ATTRIBUTES = 0x80
 FILE_SHARE_READ = 0x1
 FILE_SHARE_WRITE = 0x2
@@ -371,15 +374,23 @@ class WindowsPathAct(PathAct):
         return WindowsDirectory([_open_held_directory(self._api, path)], path, held.root)
 
     def open_path(self, path: str) -> int:
+        return self._open_existing(path, GENERIC_READ, os.O_RDONLY)
+
+    def open_path_for_writing(self, path: str) -> int:
+        """The file opened for writing, never truncated: Windows' answer (its ACL, the read-only
+        attribute, another program holding it without sharing) to whether this user may write it."""
+        return self._open_existing(path, GENERIC_WRITE, os.O_WRONLY)
+
+    def _open_existing(self, path: str, access: int, flags: int) -> int:
         api = self._api
-        handle = api.open(path, GENERIC_READ, READ_SHARE, FILE_NOFOLLOW)
+        handle = api.open(path, access, READ_SHARE, FILE_NOFOLLOW)
         try:
             attributes = api.attributes(handle)
             if attributes & FILE_ATTRIBUTE_REPARSE_POINT:
                 raise OSError(errno.ELOOP, f"{path} is a link or junction (changed since it was looked up)")
             if attributes & FILE_ATTRIBUTE_DIRECTORY:
                 raise IsADirectoryError(errno.EISDIR, f"{path} is a directory")
-            return int(api.to_fd(handle, os.O_RDONLY | getattr(os, "O_BINARY", 0)))
+            return int(api.to_fd(handle, flags | getattr(os, "O_BINARY", 0)))
         except BaseException:
             api.close(handle)
             raise

@@ -8,6 +8,15 @@ resolving a path through a deep tree or a chain of links can take thousands. Any
 of a large file runs in a worker thread through :func:`off_loop`, which also makes it stop
 promptly when the request is cancelled: the work receives a ``stop()`` callable and checks it
 between entries; cancelling the awaiting task sets it.
+
+No request keeps the others from a thread. At most ``WORKERS`` jobs run at once, and work that may
+run for seconds (``long=True``: trees, name and content searches, which may use their whole time
+limit, and edits) takes at most ``WORKERS - 1`` of those places, so the other work (listings,
+reads, writes: short) always finds one. A cancelled job gives its place up at once: its thread
+still finishes, at the job's next ``stop()`` check, but no longer counts, and up to ``ABANDONED``
+such threads run beside the ``WORKERS`` live ones (the pool has ``WORKERS + ABANDONED``
+threads). So cancelled work cannot starve the requests that follow it, whether or not it has
+noticed its cancellation yet.
 """
 
 from __future__ import annotations
@@ -15,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import sys
 import time
+import weakref
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
 from .root import Costly, cheaply
@@ -24,16 +34,16 @@ if TYPE_CHECKING:
 
     from mcp_ref import RequestContext
 
-    from .root import AtomicReplace, OpenFile
+    from .root import OpenFile
 
 T = TypeVar("T")
 
-# Reads and writes at or below this size happen on the event loop; larger ones in a thread
-# (aiofiles). Measured on the 2-core reference machine (file in the page cache, median): an
-# os.pread takes 0.5 us for 4 KiB, 1.9 us for 64 KiB, 26 us for 1 MiB and 355 us for 8 MiB,
-# while the same read through aiofiles takes 230-300 us up to 1 MiB and 730 us for 8 MiB. Up
-# to 1 MiB the thread round trip costs more than the loop would wait; above it, the bytes go
-# to a thread so that a slow disk or a network mount cannot hold up other requests for long.
+# Reads at or below this size happen on the event loop; larger ones in a thread (aiofiles).
+# Measured on the 2-core reference machine (file in the page cache, median): an os.pread takes
+# 0.5 us for 4 KiB, 1.9 us for 64 KiB, 26 us for 1 MiB and 355 us for 8 MiB, while the same read
+# through aiofiles takes 230-300 us up to 1 MiB and 730 us for 8 MiB. Up to 1 MiB the thread
+# round trip costs more than the loop would wait; above it, the bytes go to a thread so that a
+# slow disk or a network mount cannot hold up other requests for long.
 IN_LOOP_READ_BYTES = 1024 * 1024
 
 # Walks over names (trees, name searches) see a cancellation at the next entry (``stop.cancelled``,
@@ -47,7 +57,13 @@ STOP_EVERY = 100
 # client sends or fails to read; below it, the concurrency limit bounds what answers can hold.
 RESERVE_FROM_BYTES = 256 * 1024
 
+WORKERS = 4  # jobs running at once (long ones: one fewer)
+ABANDONED = 8  # threads still finishing cancelled jobs, beside the live ones
+
 _pool: ThreadPoolExecutor | None = None
+# Per event loop (tests run several): (places for any job, places for long jobs).
+_places: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, tuple[asyncio.Semaphore, asyncio.Semaphore]] = \
+    weakref.WeakKeyDictionary()
 
 
 def _executor() -> ThreadPoolExecutor:
@@ -56,8 +72,15 @@ def _executor() -> ThreadPoolExecutor:
         # Imported on first use: start-up and small requests never need the thread pool.
         from concurrent.futures import ThreadPoolExecutor
 
-        _pool = ThreadPoolExecutor(4, thread_name_prefix="mcp-ref-fs-walk")
+        _pool = ThreadPoolExecutor(WORKERS + ABANDONED, thread_name_prefix="mcp-ref-fs-walk")
     return _pool
+
+
+def _places_of(loop: asyncio.AbstractEventLoop) -> tuple[asyncio.Semaphore, asyncio.Semaphore]:
+    places = _places.get(loop)
+    if places is None:
+        places = _places[loop] = (asyncio.Semaphore(WORKERS), asyncio.Semaphore(WORKERS - 1))
+    return places
 
 
 class Stopped(Exception):
@@ -99,24 +122,49 @@ class Stop:
     def set(self) -> None:
         self.cancelled = True
 
+    def check(self) -> None:
+        """Raise ``Stopped`` once ``stop()`` is true (for work that checks between steps)."""
+        if self():
+            raise Stopped()
+
 
 # With ``at_deadline``, how long past its deadline the work still gets to answer for itself.
 DEADLINE_GRACE_SECONDS = 0.05
 
 
 async def off_loop(work: Callable[[Stop], T], *, seconds: float | None = None, task_seconds: float | None = None,
-                   in_task: Callable[[], bool] | None = None, at_deadline: Callable[[], T] | None = None) -> T:
+                   in_task: Callable[[], bool] | None = None, long: bool = False,
+                   at_deadline: Callable[[], T] | None = None) -> T:
     """Run ``work(stop)`` in a worker thread and return its result; cancellation sets ``stop``.
-    ``seconds`` limits it (``task_seconds`` once ``in_task()``, see ``Stop``).
+    ``seconds`` limits it (``task_seconds`` once ``in_task()``, see ``Stop``); ``long`` marks work
+    that may run for seconds (see the module docstring: it never takes the last place).
 
     The work looks at ``stop()`` between steps, so a step that cannot look (one regular
     expression search in C) could keep it past its deadline, and a process that was stopped or
     starved of CPU would see the deadline late. With ``at_deadline``, the deadline is kept by the
     clock of the event loop instead: once it has passed (by ``DEADLINE_GRACE_SECONDS``) and the
     work has not returned, ``stop`` is set and ``at_deadline()`` (what the work has found so far)
-    is the result; the abandoned step ends on its own allowance and its result is dropped."""
+    is the result; the abandoned step ends on its own allowance, its place is given up at once,
+    and its result is dropped."""
     stop = Stop(seconds, task_seconds, in_task)
-    future = asyncio.get_running_loop().run_in_executor(_executor(), work, stop)
+    loop = asyncio.get_running_loop()
+    any_job, long_job = _places_of(loop)
+    taken: list[asyncio.Semaphore] = []
+    try:
+        for place in (long_job, any_job) if long else (any_job,):
+            await place.acquire()
+            taken.append(place)
+        future = loop.run_in_executor(_executor(), work, stop)
+    except BaseException:
+        for place in taken:
+            place.release()
+        raise
+
+    def give_back(_done: object = None) -> None:
+        while taken:
+            taken.pop().release()
+
+    future.add_done_callback(give_back)
     try:
         while at_deadline is not None and not future.done():
             deadline = stop.deadline
@@ -125,16 +173,17 @@ async def off_loop(work: Callable[[Stop], T], *, seconds: float | None = None, t
             done, _ = await asyncio.wait((future,), timeout=max(0.0, deadline + DEADLINE_GRACE_SECONDS - time.monotonic()))
             if not done and stop.deadline == deadline:  # not extended meanwhile (a call that became a task)
                 stop.timed_out = True
-                _abandon(stop, future)
+                _abandon(stop, future, give_back)
                 return at_deadline()
         return await asyncio.shield(future)
     except asyncio.CancelledError:
-        _abandon(stop, future)
+        _abandon(stop, future, give_back)
         raise
 
 
-def _abandon(stop: Stop, future: asyncio.Future[Any]) -> None:
+def _abandon(stop: Stop, future: asyncio.Future[Any], give_back: Callable[[], None]) -> None:
     stop.set()  # the thread notices at its next check and returns; nothing waits for it
+    give_back()  # and it no longer holds a place (module docstring)
     # Nobody awaits the worker's outcome any more: retrieve it when it comes, so an error the
     # abandoned work raises is not logged as "exception was never retrieved".
     future.add_done_callback(lambda done: done.cancelled() or done.exception())
@@ -152,8 +201,8 @@ async def sandboxed(operation: Callable[..., T], *args: Any, **kwargs: Any) -> T
 
 def text_answer_bytes(size: int) -> int:
     """About the bytes an answer carrying ``size`` bytes of text takes on the wire: the text comes
-    twice (the content block and ``structuredContent.content``), a little longer once escaped."""
-    return 2 * size + size // 8 + 4096
+    once (the reading tools have no ``structuredContent``), a little longer once escaped."""
+    return size + size // 8 + 4096
 
 
 def base64_answer_bytes(size: int) -> int:
@@ -235,14 +284,3 @@ def _glibc_allocator() -> tuple[Callable[[int, int], int], Callable[[int], int]]
         return libc.mallopt, libc.malloc_trim
     except (OSError, AttributeError):  # musl and others: no malloc_trim
         return False
-
-
-async def write_all(replacement: AtomicReplace, data: bytes) -> None:
-    """Write ``data`` to an atomic replacement's temporary file, in a thread when large."""
-    if len(data) <= IN_LOOP_READ_BYTES:
-        replacement.write(data)
-        return
-    import aiofiles
-
-    async with aiofiles.open(replacement.fd, "wb", closefd=False) as stream:
-        await stream.write(data)

@@ -283,7 +283,7 @@ class FsResources:
         mime = content.sniff_mime(data[:SNIFF_BYTES], name)
         if not content.looks_binary(data[:SNIFF_BYTES]):
             try:
-                return [{"uri": uri, "mimeType": mime, "text": content.decode_text(content.split_bom(data)[1])}]
+                return [{"uri": uri, "mimeType": mime, "text": content.decode_text(data)}]
             except content.NotText:
                 pass
         return [blob_resource(uri, data, mime)]

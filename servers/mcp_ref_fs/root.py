@@ -46,9 +46,13 @@ themselves never have (see :mod:`._confine_windows`).
 
 Policies (documented in docs and tested):
 
-* Writes replace files atomically: a temporary file in the same directory (``O_EXCL``), written,
-  ``fsync``-ed, given the old file's permission bits, then renamed over the target. On any
-  error or cancellation the temporary file is removed.
+* Writes replace files atomically, and only files the server's user may write: a new file in the
+  same directory, written, ``fsync``-ed, given the old file's owner, permission bits and
+  extended attributes, then renamed over the target, and the directory ``fsync``-ed
+  (:mod:`.rewrite`, the one write path). On any error or cancellation the new file is removed.
+  Temporary files of the server's naming (``.mcp-ref-<16 hex>.tmp``) are never listed.
+* Creating, moving and deleting ``fsync`` the directories whose entries changed (both, for a move
+  between two), so a completed operation survives a power cut.
 * A regular file with more than one hard link is never written: an atomic replace would split
   the link silently, and the other name may lie outside the roots. Reading it is allowed.
 * Moves never overwrite (``renameat2(RENAME_NOREPLACE)``, ``renameatx_np(RENAME_EXCL)`` on
@@ -65,6 +69,7 @@ Policies (documented in docs and tested):
 
 from __future__ import annotations
 
+import bisect
 import contextlib
 import contextvars
 import errno
@@ -76,11 +81,14 @@ import re
 import stat
 import sys
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, NamedTuple, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 from . import _act
 from ._act import AtAct, PathAct, choose_act
 from ._confine_walk import MAX_LINK_HOPS, Budget, Costly, Meter, WalkMechanism
+
+if TYPE_CHECKING:
+    from .rewrite import Rewrite, Snapshot
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
@@ -92,8 +100,6 @@ LOOP_LOOKUP_STEPS = 64
 
 # POSIX-only flags are 0 where they do not exist (Windows), so this module imports everywhere.
 _DIR_FLAGS = _act.DIR_FLAGS
-_UMASK = os.umask(0o22)
-os.umask(_UMASK)
 
 
 # --- errors -------------------------------------------------------------------------------------
@@ -128,6 +134,11 @@ class AlreadyExists(FsError):
 
 class Refused(FsError):
     """A policy refuses the operation (hard-linked file, moving a root, ...)."""
+
+
+class FileChanged(FsError):
+    """The file changed (written, replaced, deleted or created by someone else) while a rewrite of
+    it was under way, or after the caller read it; nothing was written (:mod:`.rewrite`)."""
 
 
 class CostlyListing(Costly):
@@ -301,6 +312,20 @@ def _entry_kind(item: os.DirEntry[str], info: os.stat_result) -> str:
 
 
 _name_of = operator.attrgetter("name")  # the sort key of directory entries (in C: no Python call per entry)
+
+
+def _without_temporaries(items: list[os.DirEntry[str]]) -> list[os.DirEntry[str]]:
+    """Directory entries sorted by name, without the temporary files of the server's own rewrites
+    (``.mcp-ref-<16 hex>.tmp``, :mod:`.rewrite`): listings, trees, searches and resources never
+    show them. Names with that prefix sit together in name order, so finding them costs a
+    binary search, not a look at every name."""
+    first = bisect.bisect_left(items, _act.TEMPORARY_PREFIX, key=_name_of)
+    last = first
+    while last < len(items) and items[last].name.startswith(_act.TEMPORARY_PREFIX):
+        last += 1
+    if first < last:
+        items[first:last] = [item for item in items[first:last] if not _act.is_temporary(item.name)]
+    return items
 
 
 def _kind(mode: int) -> str:
@@ -771,7 +796,7 @@ class Sandbox:
                 raise CostlyListing(f"{location.display} holds more than {most} entries")
             if largest_first:
                 sized = []
-                for item in items:
+                for item in _without_temporaries(sorted(items, key=_name_of)):
                     try:
                         info = item.stat(follow_symlinks=False)
                     except OSError:
@@ -785,6 +810,7 @@ class Sandbox:
                     entries.append(Entry(name, kind, info.st_size, info.st_mtime))
                 return location, entries, len(sized)
             items.sort(key=_name_of)
+            items = _without_temporaries(items)
             for item in items[start:None if limit is None else start + limit]:
                 try:
                     # is_file first: one call (no stat where the listing carries types) settles most entries.
@@ -931,7 +957,7 @@ class Sandbox:
     def _sorted_entries(self, held: Any) -> Iterator[os.DirEntry[str]]:
         try:
             with self.act.scandir(held) as scan:
-                return iter(sorted(scan, key=_name_of))
+                return iter(_without_temporaries(sorted(scan, key=_name_of)))
         except OSError:
             return iter(())
 
@@ -955,6 +981,7 @@ class Sandbox:
                 parent_fd, _ = self._open_dir(location, prefix[:-1])
                 try:
                     act.mkdir(parent_fd, prefix[-1])
+                    self._sync(parent_fd)
                 except FileExistsError:
                     # Created meanwhile, or a link (dangling, or to a non-directory) sits there.
                     fd, _ = self._open_dir(location, prefix)
@@ -963,12 +990,36 @@ class Sandbox:
                     act.close(parent_fd)
         return location
 
-    def replace_file(self, path: str) -> AtomicReplace:
-        """Begin an atomic write of ``path`` (created if absent; its directory must exist).
+    def _sync(self, held: Any, other: Any = None) -> None:
+        """Make the changed entries of a directory durable (and of ``other``, when it is another
+        directory: both sides of a move). Best effort: some file systems refuse to sync a
+        directory, and the change itself has happened."""
+        act = self.act
+        directories = [held]
+        if other is not None:
+            try:
+                here, there = act.stat_dir(held), act.stat_dir(other)
+            except OSError:
+                here = there = None
+            if here is None or there is None or (here.st_dev, here.st_ino) != (there.st_dev, there.st_ino):
+                directories.append(other)
+        for directory in directories:
+            try:
+                act.sync(directory)
+            except OSError:
+                pass
 
-        Write to ``.fd`` of the returned object, then ``commit()``; ``abort()`` (or any
-        exception inside ``with``) removes the temporary file and leaves the target untouched.
+    def replace_file(self, path: str, *, expect: Snapshot | None = None) -> Rewrite:
+        """Begin an atomic rewrite of ``path`` (created if absent; its directory must exist), as
+        :mod:`.rewrite` describes: refused unless the server's user may write the existing file,
+        and keeping its owner, permission bits and extended attributes.
+
+        Write to the returned object, then ``commit()``; ``abort()`` (or any exception inside
+        ``with``) removes the new file and leaves the target untouched. ``expect``: the file's
+        ``rewrite.snapshot`` when the caller read it; ``FileChanged`` if it is no longer that file.
         """
+        from .rewrite import Rewrite  # the write path: imported by the first write
+
         location = self.locate(path)
         act = self.act
         with self._guard(location.display):
@@ -976,7 +1027,6 @@ class Sandbox:
             try:
                 if name is None:
                     raise WrongKind(f"{location.display} is a directory, not a file")
-                mode, owner = 0o666 & ~_UMASK, None
                 if info is not None:
                     if stat.S_ISDIR(info.st_mode):
                         raise WrongKind(f"{location.display} is a directory, not a file")
@@ -986,16 +1036,10 @@ class Sandbox:
                         raise Refused(
                             f"{location.display} has {info.st_nlink} hard links; writing would split them, so it is refused"
                         )
-                    # New content from a client must not inherit set-user/group-ID (the kernel clears
-                    # them on any write too); ownership is kept when the server may set it.
-                    mode = stat.S_IMODE(info.st_mode) & ~(stat.S_ISUID | stat.S_ISGID)
-                    owner = (info.st_uid, info.st_gid)
-                temporary = f".mcp-ref-{os.urandom(8).hex()}.tmp"
-                fd = act.create(parent_fd, temporary)
             except BaseException:
                 act.close(parent_fd)
                 raise
-            return AtomicReplace(location, parent_fd, name, temporary, fd, mode, owner, act)
+            return Rewrite.start(act, location, parent_fd, name, info, expect)
 
     def move(self, source: str, destination: str) -> tuple[Location, Location]:
         """Rename ``source`` to ``destination``, never replacing anything at the destination."""
@@ -1019,6 +1063,7 @@ class Sandbox:
                     raise AlreadyExists(f"{to_location.display} already exists; move_file never overwrites")
                 with self._guard(to_location.display):
                     act.rename_no_replace(from_fd, from_name, to_fd, to_name, from_info)
+                self._sync(to_fd, from_fd)
             finally:
                 act.close(to_fd)
         finally:
@@ -1054,6 +1099,7 @@ class Sandbox:
                         raise
                 else:
                     act.unlink(parent_fd, name)
+                self._sync(parent_fd)
             finally:
                 act.close(parent_fd)
         return location, kind
@@ -1138,85 +1184,3 @@ class _SeekingFile(OpenFile):
 
     def read_at(self, offset: int, length: int) -> bytes:
         return _act.read_at(self.fd, length, offset)
-
-
-class AtomicReplace:
-    """A temporary file that becomes the target on ``commit()``, or vanishes on ``abort()``."""
-
-    def __init__(self, location: Location, dir_fd: Any, name: str, temporary: str, fd: int, mode: int,
-                 owner: tuple[int, int] | None, act: AtAct | PathAct) -> None:
-        self.location = location
-        self._act = act
-        self.existed = owner is not None
-        self._owner = owner
-        self.fd = fd
-        self._dir_fd = dir_fd
-        self._name = name
-        self._temporary = temporary
-        self._mode = mode
-        self._done = False
-
-    def write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            written = os.write(self.fd, view)
-            view = view[written:]
-
-    def commit(self) -> None:
-        """Flush to disk, give the file its owner and permission bits, and rename it over the target."""
-        try:
-            if self._owner is not None and (os.fstat(self.fd).st_uid, os.fstat(self.fd).st_gid) != self._owner:
-                try:
-                    _fchown(self.fd, *self._owner)
-                except PermissionError:
-                    pass  # an unprivileged server cannot give files away; the file becomes its own
-            if _fchmod is not None:  # Windows before Python 3.13 has none (and only a read-only bit)
-                _fchmod(self.fd, self._mode)
-            os.fsync(self.fd)
-            fd, self.fd = self.fd, -1
-            os.close(fd)  # before the rename: Windows cannot rename a file its creator holds open
-            self._act.replace(self._dir_fd, self._temporary, self._name)
-        except OSError as error:
-            self.abort()
-            raise _fs_error(error, self.location.display) from None
-        self._done = True
-        try:
-            self._act.sync(self._dir_fd)  # make the rename itself durable
-        except OSError:
-            pass
-        self._close()
-
-    def abort(self) -> None:
-        """Remove the temporary file; the target is untouched."""
-        if self._done:
-            return
-        self._done = True
-        try:
-            self._act.unlink(self._dir_fd, self._temporary)
-        except OSError:
-            pass
-        self._close()
-
-    def _close(self) -> None:
-        if self.fd >= 0:
-            try:
-                os.close(self.fd)
-            except OSError:
-                pass
-        try:
-            self._act.close(self._dir_fd)
-        except OSError:
-            pass
-        self.fd = self._dir_fd = -1
-
-    def __enter__(self) -> AtomicReplace:
-        return self
-
-    def __exit__(self, kind: type[BaseException] | None, *_: object) -> None:
-        if kind is not None or not self._done:
-            self.abort()
-
-
-# Absent on Windows (os.fchmod until Python 3.13): looked up once, here.
-_fchown: Callable[..., None] = getattr(os, "fchown", lambda fd, uid, gid: None)
-_fchmod: Callable[[int, int], None] | None = getattr(os, "fchmod", None)

@@ -13,16 +13,20 @@ from __future__ import annotations
 import stat
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
+from mcp_ref import ToolError, ToolResult, audio, blob_resource, embedded_resource, image, text
 
 from . import content
+# The answer helpers under the names this module has always used for them.
+from .answers import answer as _result, first_bytes as _first_bytes, last_bytes as _last_bytes
 from .answers import answer_budget, count, data_budget, line_index, media_note, next_call
 from .answers import text_answer as _text_answer
 from .offload import (IN_LOOP_READ_BYTES, Stop, Stopped, base64_answer_bytes, off_loop, read_start, reserve_for, sandboxed,
-                      text_answer_bytes, write_all)
+                      text_answer_bytes)
 from .resources import location_uri
+from .rewrite import FileLocks
+from .root import FsError, OpenFile
 from .walks import WalkTools
-from .root import FsError, Location, OpenFile
+from .writing import WritingTools
 
 if TYPE_CHECKING:
     from mcp_ref import RequestContext, Server
@@ -51,23 +55,16 @@ def _output(**properties: Any) -> dict[str, Any]:
     return {"type": "object", "properties": {"content": {"type": "string"}, **properties}, "required": ["content"]}
 
 
-def _result(body: str, notes: list[str] | None = None, **structured: Any) -> ToolResult:
-    """The text block (plus one block per note, so ``content`` stays exactly the data)."""
-    blocks = [text(body)] + [text(note) for note in notes or ()]
-    extra = {"notes": notes} if notes else {}
-    return ToolResult(blocks, {"content": body, **structured, **extra})
-
-
-
-
-class FsTools(WalkTools):
+class FsTools(WalkTools, WritingTools):
     """Registers every tool on a ``Server``; holds the sandbox and limits they share. The listing
-    tools (listings, trees, searches, grep) are in :mod:`.walks`."""
+    tools (listings, trees, searches, grep) are in :mod:`.walks`, the tools that change the disk in
+    :mod:`.writing`."""
 
     def __init__(self, server: Server, sandbox: Sandbox, config: Config) -> None:
         self.server = server
         self.sandbox = sandbox
         self.config = config
+        self.locks = FileLocks()  # one rewrite of a file at a time (writing.py)
         self._register()
 
     # --- registration ---------------------------------------------------------------------------
@@ -95,9 +92,10 @@ class FsTools(WalkTools):
                          title=title, annotations=annotations, task="optional" if long_running else None)(call)
 
     def _limits(self, ctx: RequestContext) -> dict[str, Any]:
-        """``off_loop`` time limits of a search: --search-seconds, or --task-search-seconds once it is a task."""
+        """``off_loop`` arguments of a search: --search-seconds, or --task-search-seconds once it is a
+        task; and marked long, so searches never take the last worker thread (offload.py)."""
         return {"seconds": self.config.search_seconds, "task_seconds": self.config.task_search_seconds,
-                "in_task": lambda: ctx.task_id is not None}
+                "in_task": lambda: ctx.task_id is not None, "long": True}
 
     def _limit_seconds(self, ctx: RequestContext) -> float:
         return self.config.task_search_seconds if ctx.task_id is not None else self.config.search_seconds
@@ -324,7 +322,7 @@ class FsTools(WalkTools):
             truncated = len(data) > cap
             if truncated:
                 data = _last_bytes(data, cap) if tail is not None else _first_bytes(data, cap)
-            body = self._decode(opened, content.split_bom(data)[1])
+            body = self._decode(opened, data)  # without the file's byte-order mark (one: a second is text)
             windowed = any(value is not None for value in (head, tail, offset, limit))
             if not windowed and not truncated:
                 return body, []  # the whole file: nothing to say
@@ -409,98 +407,6 @@ class FsTools(WalkTools):
             total += min(info.st_size, cap + 1) if stat.S_ISREG(info.st_mode) else 0
         return total
 
-    # --- writing ----------------------------------------------------------------------------------
-
-    async def _replace(self, path: str, data: bytes) -> Location:
-        with await sandboxed(self.sandbox.replace_file, path) as replacement:
-            await write_all(replacement, data)
-            replacement.commit()
-        return replacement.location
-
-    async def write_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        location = await self._replace(arguments["path"], _utf8(arguments["content"], "content"))
-        return _result(f"Successfully wrote to {location.display}")
-
-    async def edit_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        path = arguments["path"]
-        with await sandboxed(self.sandbox.open_file, path) as opened:
-            size = opened.info.st_size
-            if size > self.config.max_media_bytes:
-                raise ToolError(f"{opened.location.display} has {size} bytes; edit_file handles files up to "
-                                f"{self.config.max_media_bytes} bytes")
-            raw = await read_start(opened, size)
-            self._refuse_binary(opened, raw[:SNIFF_BYTES])
-            bom, body = content.split_bom(raw)
-            original = self._decode(opened, body)
-            display = opened.location.display
-        edits = [(edit["oldText"], edit["newText"]) for edit in arguments["edits"]]
-        for number, (old_text, new_text) in enumerate(edits, 1):
-            _utf8(old_text, f"oldText of edit {number}")
-            _utf8(new_text, f"newText of edit {number}")
-        def edit(stop: Stop) -> tuple[str, str]:
-            changed = content.apply_edits(original, edits)
-            return changed, content.unified_diff(original, changed, display)
-
-        # Matching and diffing grow with the file and the edits (both linear, but a 30 MiB file
-        # is still tens of milliseconds per edit): never on the event loop.
-        try:
-            changed, diff = await off_loop(edit)
-        except content.EditError as error:
-            raise ToolError(f"{display}: {error}") from None
-        dry_run = arguments.get("dryRun", False)
-        if not dry_run and changed != original:
-            await self._replace(path, bom + changed.encode("utf-8"))
-        fence = "`" * 3
-        while fence in diff:
-            fence += "`"
-        notes = []
-        if len(diff) > self.config.max_read_bytes:
-            diff = _first_bytes(diff.encode("utf-8"), self.config.max_read_bytes).decode("utf-8")
-            notes.append(f"[Truncated: the diff is cut at {self.config.max_read_bytes} bytes (--max-read-bytes).]")
-        report = f"{fence}diff\n{diff}{fence}\n" if diff else "No changes: the edits leave the file as it was.\n"
-        if dry_run:
-            report = "Dry run, nothing was written:\n" + report
-        return _result(report, notes, diff=diff, applied=not dry_run and changed != original)
-
-    async def create_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        location = await sandboxed(self.sandbox.make_directories, arguments["path"])
-        return _result(f"Successfully created directory {location.display}")
-
-    async def move_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        source, destination = await sandboxed(self.sandbox.move, arguments["source"], arguments["destination"])
-        return _result(f"Successfully moved {source.display} to {destination.display}")
-
-    async def delete_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        path = arguments["path"]
-        identity = await sandboxed(self.sandbox.identity, path)
-        location = self.sandbox.locate(path)
-        if identity is None:
-            raise ToolError(f"No such file or directory: {location.display}")
-        if identity[2] == "directory" and await sandboxed(self.sandbox.has_entries, path):
-            # Asking the user to confirm what cannot be done would only waste their attention.
-            raise ToolError(f"{location.display} is a directory that is not empty; only empty ones are deleted")
-        what = {"file": "the file", "directory": "the empty directory", "symlink": "the link"}.get(identity[2], "the entry")
-        form = elicit_form(
-            f"Delete {what} {location.display}? This cannot be undone.",
-            {"type": "object", "properties": {"confirm": {"type": "boolean", "title": "Delete it",
-                                                          "description": f"Delete {location.display}"}},
-             "required": ["confirm"]},
-        )
-        state = {"identity": list(identity)}
-        # Delete only the very entry the user was shown: its identity travels in the sealed
-        # requestState, so a replaced file (or a tampered state) deletes nothing. An answer that
-        # comes without that state answers no question of ours (the client skipped the first
-        # round): it is ignored and the question asked.
-        confirmed = ctx.state.get("identity") if isinstance(ctx.state, dict) else None
-        if confirmed is None:
-            raise InputRequired({"confirm_delete": form}, state=state)
-        answer = ctx.ask("confirm_delete", form, state=state)
-        if answer.get("action") != "accept" or not (answer.get("content") or {}).get("confirm"):
-            verdict = {"decline": "declined", "cancel": "cancelled"}.get(answer.get("action", ""), "did not confirm")
-            return _result(f"Not deleted: the user {verdict} deleting {location.display}.", deleted=False)
-        await sandboxed(self.sandbox.delete, path, expect=tuple(confirmed))  # type: ignore[arg-type]
-        return _result(f"Successfully deleted {location.display}", deleted=True)
-
     # --- information ------------------------------------------------------------------------------
 
     async def get_file_info(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
@@ -536,41 +442,6 @@ def _iso(timestamp: float) -> str:
     from datetime import datetime, timezone
 
     return datetime.fromtimestamp(timestamp, timezone.utc).isoformat().replace("+00:00", "Z")
-
-
-def _utf8(value: str, what: str) -> bytes:
-    """``value`` as UTF-8, or a tool error when it holds a lone surrogate (JSON's ``\\ud800``
-    escapes allow one; no UTF-8 file can store it)."""
-    try:
-        return value.encode("utf-8")
-    except UnicodeEncodeError as error:
-        raise ToolError(
-            f"{what} is not valid Unicode: it holds a lone surrogate (U+{ord(value[error.start]):04X}) at character "
-            f"{error.start}, which a UTF-8 file cannot store"
-        ) from None
-
-
-def _first_bytes(data: bytes, cap: int) -> bytes:
-    """At most ``cap`` bytes from the start of ``data``: whole lines when a line ends within them,
-    else cut between two characters, never inside a UTF-8 sequence."""
-    cut = data.rfind(b"\n", 0, cap) + 1
-    if not cut:
-        cut = cap
-        while cut > 0 and data[cut] & 0xC0 == 0x80:  # a continuation byte: the cut would split a character
-            cut -= 1
-    return data[:cut]
-
-
-def _last_bytes(data: bytes, cap: int) -> bytes:
-    """At most ``cap`` bytes from the end of ``data``: whole lines when one starts within them,
-    else cut between two characters, never inside a UTF-8 sequence."""
-    start = len(data) - cap
-    newline = data.find(b"\n", start - 1)  # the first line starting at or after ``start``
-    if 0 <= newline < len(data) - 1:
-        return data[newline + 1:]
-    while start < len(data) and data[start] & 0xC0 == 0x80:
-        start += 1
-    return data[start:]
 
 
 def _chunks(opened: OpenFile, limit: int) -> Iterator[bytes]:

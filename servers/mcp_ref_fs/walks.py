@@ -45,7 +45,7 @@ def _page_note(tool: str, arguments: dict[str, Any], what: str, start: int, show
                more: bool, order: str = "") -> str | None:
     """The cue of a page of entries: which were shown (``order`` says how they are counted), of
     how many, and the next call. None when the answer holds everything."""
-    if total is not None and start >= total and not shown:
+    if total is not None and 0 < start >= total and not shown:  # past the end (an empty listing says nothing)
         return f"[No {what} from start {count(start)}: there are {count(total)}.]"
     if not more and start == 0:
         return None  # everything, in one answer

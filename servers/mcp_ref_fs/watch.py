@@ -12,7 +12,8 @@ by a tool or by any other program, or moved away with a directory above them) an
 ``notifications/resources/list_changed`` when files appear or disappear. The batch window is
 short (``STEP_MS`` of quiet, at most ``DEBOUNCE_MS``), so a change is announced well within a
 second. Every change counts: no names are filtered out (``watchfiles``' default filter would hide
-``*.swp``, ``*~``, ``.git/`` and ``node_modules/``, which are files like any other here).
+``*.swp``, ``*~``, ``.git/`` and ``node_modules/``, which are files like any other here) except the
+server's own temporary files (``.mcp-ref-<16 hex>.tmp``, :mod:`.rewrite`), which nothing lists.
 
 What is watched, and why never ``watchfiles``' recursive mode: to watch a tree recursively,
 ``watchfiles`` (the ``notify`` crate) walks it and follows every symbolic link on the way, with no
@@ -80,6 +81,7 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
 
+from ._act import is_temporary
 from .resources import location_uri, uri_path
 from .root import AccessDenied, FsError, Location, NotFound
 
@@ -478,11 +480,12 @@ class Watcher:
     def _confined(self, changes: Iterable[tuple[Any, str]]) -> Iterator[tuple[Any, str, Location]]:
         """The changes that may be announced: at a path lexically inside a root whose directory
         opens through the sandbox now (no link leaving the root on the way: a watched directory
-        swapped for one, or watched through one, reports nothing)."""
+        swapped for one, or watched through one, reports nothing), and not to a temporary file of
+        the server's own rewrites (which listings never show either)."""
         groups: dict[Location, list[tuple[Any, str, Location]]] = {}
         for change, path in changes:
             location = self._inside(path)
-            if location is not None:
+            if location is not None and not (location.parts and is_temporary(location.parts[-1])):  # a rewrite's own file
                 groups.setdefault(Location(location.root, location.parts[:-1]), []).append((change, path, location))
         for parent, items in groups.items():
             try:

@@ -7,14 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from mcp_ref_fs import content
+from mcp_ref_fs import content, edits
 from mcp_ref_fs.content import (
     BOM,
-    EditError,
     NotText,
-    apply_edits,
     decode_text,
-    diff_stats,
     format_size,
     head_lines,
     line_count,
@@ -22,9 +19,9 @@ from mcp_ref_fs.content import (
     sniff_mime,
     split_bom,
     tail_lines,
-    unified_diff,
     window_lines,
 )
+from mcp_ref_fs.edits import EditError, apply_edits, diff_stats, unified_diff
 
 # ---------------------------------------------------------------------------------------------
 # Text or binary
@@ -632,7 +629,7 @@ def test_old_text_longer_than_the_file_still_gets_a_closest_match():
 
 
 def test_an_old_text_with_too_many_distinct_lines_is_refused(monkeypatch):
-    monkeypatch.setattr(content, "_MAX_DISTINCT_LINES", 2)
+    monkeypatch.setattr(edits, "_MAX_DISTINCT_LINES", 2)
     with pytest.raises(EditError, match="too many distinct lines"):
         apply_edits("a\nb\nc\n", [("a \nb \nc ", "x")])
 

@@ -31,7 +31,7 @@ from typing import Any, Callable, Iterator
 import pytest
 
 from mcp_ref import Server
-from mcp_ref_fs import _act, _confine_openat2, offload
+from mcp_ref_fs import _act, _confine_openat2, offload, rewrite
 from mcp_ref_fs import root as fsroot
 from mcp_ref_fs.config import Config
 from mcp_ref_fs.resources import location_uri
@@ -68,8 +68,8 @@ def temp_files(directory: Path) -> list[str]:
 
 
 def patch_os(monkeypatch: pytest.MonkeyPatch, **replacements: Callable[..., Any]) -> Any:
-    """Give root.py and its act step (``_act``) an ``os`` whose named functions are replaced (the
-    rest is the real ``os``)."""
+    """Give root.py, its act step (``_act``) and the rewrite (``rewrite``) an ``os`` whose named
+    functions are replaced (the rest is the real ``os``)."""
     real = os
 
     class PatchedOs:
@@ -81,6 +81,7 @@ def patch_os(monkeypatch: pytest.MonkeyPatch, **replacements: Callable[..., Any]
         setattr(proxy, name, function)
     monkeypatch.setattr(fsroot, "os", proxy)
     monkeypatch.setattr(_act, "os", proxy)
+    monkeypatch.setattr(rewrite, "os", proxy)
     return proxy
 
 
@@ -475,7 +476,8 @@ def test_an_exception_after_the_commit_keeps_the_committed_file(root_dir: Path, 
 
 @pytest.mark.req("FS-ATOMIC-WRITE")
 def test_aborting_when_the_temporary_file_is_already_gone_is_quiet_and_keeps_the_target(
-        root_dir: Path, sandbox: Sandbox) -> None:
+        monkeypatch: pytest.MonkeyPatch, root_dir: Path, sandbox: Sandbox) -> None:
+    monkeypatch.setattr(rewrite, "_unnamed_files", lambda: False)  # a file system without O_TMPFILE
     before = open_fds()
     replacing = sandbox.replace_file("file.txt")
     replacing.write(NEW)
@@ -582,14 +584,64 @@ async def test_cancelling_work_off_the_loop_sets_its_stop_flag() -> None:
     assert await loop.run_in_executor(None, saw_stop.wait, 5)
 
 
-async def test_a_write_above_the_in_loop_threshold_goes_through_a_thread_and_lands_whole(
-        monkeypatch: pytest.MonkeyPatch, root_dir: Path, sandbox: Sandbox) -> None:
-    monkeypatch.setattr(offload, "IN_LOOP_READ_BYTES", 16)
-    data = bytes(range(256)) * 40
-    with sandbox.replace_file("file.txt") as replacing:
-        monkeypatch.setattr(replacing, "write", lambda _data: pytest.fail("written on the loop"))
-        await offload.write_all(replacing, data)
-        replacing.commit()
+async def _blocked_jobs(count: int, release: threading.Event, **options: Any) -> tuple[list[asyncio.Task[Any]], list[int]]:
+    started: list[int] = []
+    ready = threading.Semaphore(0)
+
+    def work(stop: offload.Stop) -> None:
+        started.append(1)
+        ready.release()
+        release.wait(10)
+
+    tasks = [asyncio.create_task(offload.off_loop(work, **options)) for _ in range(count)]
+    loop = asyncio.get_running_loop()
+    for _ in range(min(count, offload.WORKERS - 1 if options.get("long") else offload.WORKERS)):
+        assert await loop.run_in_executor(None, ready.acquire, True, 10)
+    return tasks, started
+
+
+@pytest.mark.req("FS-WORK-NEVER-STARVED")
+async def test_cancelled_work_gives_its_thread_place_up_at_once_even_while_it_still_runs() -> None:
+    release = threading.Event()
+    try:
+        tasks, started = await _blocked_jobs(offload.WORKERS, release)
+        assert len(started) == offload.WORKERS
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        # The cancelled jobs still run (blocked) in their threads; new work runs beside them.
+        assert await asyncio.wait_for(offload.off_loop(lambda stop: "ran"), 10) == "ran"
+    finally:
+        release.set()
+
+
+@pytest.mark.req("FS-WORK-NEVER-STARVED")
+async def test_long_work_never_takes_the_last_place_so_short_work_always_runs() -> None:
+    release = threading.Event()
+    try:
+        tasks, started = await _blocked_jobs(offload.WORKERS + 2, release, long=True)
+        assert len(started) == offload.WORKERS - 1  # the others wait for a place
+        assert await asyncio.wait_for(offload.off_loop(lambda stop: "short work ran"), 10) == "short work ran"
+        assert len(started) == offload.WORKERS - 1
+    finally:
+        release.set()
+    await asyncio.gather(*tasks)
+    assert len(started) == offload.WORKERS + 2
+
+
+async def test_a_rewrite_runs_in_a_worker_thread_and_lands_whole(root_dir: Path, sandbox: Sandbox) -> None:
+    tools = FsTools(Server("edges", "0"), sandbox, Config(roots=(str(root_dir),)))
+    threads: list[bool] = []
+    real = sandbox.replace_file
+
+    def replace_file(path: str, **options: Any) -> Any:
+        threads.append(threading.current_thread() is threading.main_thread())
+        return real(path, **options)
+
+    sandbox.replace_file = replace_file  # type: ignore[method-assign]
+    data = bytes(range(128)) * 40
+    await tools.write_file(None, {"path": "file.txt", "content": data.decode()})  # type: ignore[arg-type]
+    assert threads == [False]
     assert (root_dir / "file.txt").read_bytes() == data
 
 

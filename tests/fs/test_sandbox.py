@@ -33,6 +33,7 @@ from mcp_ref_fs._confine_openat2 import Openat2Mechanism
 from mcp_ref_fs.root import (
     AccessDenied,
     AlreadyExists,
+    FileChanged,
     FsError,
     InvalidPath,
     NotFound,
@@ -1120,14 +1121,21 @@ def test_commit_replaces_the_file_by_rename_and_leaves_no_temporary_file(world):
 
 
 @pytest.mark.req("FS-ATOMIC-WRITE")
-def test_the_temporary_file_lives_next_to_the_target_until_commit(world):
+@pytest.mark.req("FS-NO-STALE-TEMPORARIES")
+def test_the_new_file_lives_in_the_targets_directory_without_a_name_where_linux_can_until_commit(world):
     with world.sandbox.replace_file("sub/inner.txt") as replacing:
         replacing.write(NEW_TEXT)
-        [temporary] = temp_files(world.base)
-        assert Path(temporary).parent == world.root / "sub"
+        named = temp_files(world.base)
+        if world.sandbox.act.name == "at":  # O_TMPFILE: nothing a crash could leave behind
+            assert named == [] and os.fstat(replacing.fd).st_nlink == 0
+        else:  # the path-based act step names it, as Windows must
+            [temporary] = named
+            assert Path(temporary).parent == world.root / "sub"
+        assert os.fstat(replacing.fd).st_dev == (world.root / "sub").stat().st_dev
         assert (world.root / "sub" / "inner.txt").read_bytes() == INNER_TEXT
         replacing.commit()
     assert temp_files(world.base) == []
+    assert (world.root / "sub" / "inner.txt").read_bytes() == NEW_TEXT
 
 
 @pytest.mark.req("FS-ATOMIC-WRITE")
@@ -1239,15 +1247,19 @@ def test_a_file_swapped_after_lookup_is_never_read_through(world, monkeypatch, s
 
 @pytest.mark.req("FS-RACE-SWAP")
 @pytest.mark.parametrize("swap", SWAPS)
-def test_a_file_swapped_after_lookup_is_replaced_as_an_entry_never_written_through(world, monkeypatch, secret_swaps, swap):
+def test_a_file_swapped_after_lookup_is_never_written_through_and_its_rewrite_writes_nothing(world, monkeypatch, secret_swaps, swap):
     target = world.root / "sub" / "inner.txt"
     fired = _after_lookup(monkeypatch, world.sandbox, lambda: secret_swaps[swap](target))
     before = world.snapshot()
-    _replace_file(world.sandbox, "sub/inner.txt")
-    assert fired
+    with pytest.raises(FileChanged) as caught:
+        _replace_file(world.sandbox, "sub/inner.txt")
+    # The write check opens the name it looked up (O_NOFOLLOW): a link fails to open, a hard link
+    # opens as another file. Either way the rewrite stops before creating anything.
+    assert fired and "nothing was written" in str(caught.value)
+    assert_no_secret(caught.value)
     assert world.snapshot() == before
-    assert not target.is_symlink() and target.read_bytes() == NEW_TEXT
-    assert (world.outside / "secret").read_text() == SECRET
+    assert (target.is_symlink() or target.stat().st_nlink == 2) and (world.outside / "secret").read_text() == SECRET
+    assert temp_files(world.base) == []
 
 
 @pytest.mark.req("FS-RACE-SWAP")
