@@ -17,6 +17,10 @@ The transport feeds events from ``wire.WireReader`` to ``Dispatcher.handle``, sy
   still in flight is refused (-32600) and the first is unaffected. At most ``max_concurrency``
   handlers run at once; the rest wait their turn (the reader keeps reading, so a cancellation is
   never stuck behind busy handlers).
+* The **control lane** (``CONTROL_LANE``): requests that do no user work (``ping``,
+  ``server/discover``, the list methods, ``tasks/*``, legacy ``initialize``) take no slot, so they
+  never wait behind tool handlers; and ``may_overtake`` tells the transport which messages it
+  may take out of input it holds back, ahead of the requests before them.
 
 Each request then goes through a few named steps, top to bottom in this file:
 
@@ -75,7 +79,7 @@ from .meta import client_has_capability
 from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, check_input_request, parse_input_responses, required_capability, validate_input_response
 from .outgoing import ClientRequestFailed, Outgoing, legacy_wire_request, unsupported_by_version
 from .versions import MODERN_VERSIONS
-from .wire import BadMessage, ClientResponse, Event, Notification, Request, encode_message, encode_message_parts, error_response, is_valid_id, result_response
+from .wire import CANCELLED, BadMessage, ClientResponse, Event, Notification, Request, encode_message, encode_message_parts, error_response, is_valid_id, result_response
 
 if TYPE_CHECKING:
     from .server import Server
@@ -126,6 +130,37 @@ MODERN_METHODS: dict[str, tuple[Handler, str | None]] = {
     "tasks/update": (tasks.update_task, None),
     "tasks/cancel": (tasks.cancel_task, None),
 }
+
+# The control lane: requests that do no user work. They run none of the author's tool, prompt,
+# resource-read or completion code (resources/list calls the author's listers, which must be
+# quick), only the library's own bookkeeping, so they never wait for one of the max_concurrency
+# slots, which are for user work; and the transport takes them out of input it holds back
+# (Dispatcher.may_overtake), so a host's ping or discover is answered at once however many tool
+# calls wait. Their own number is bounded there (CONTROL_LANE_LIMIT).
+CONTROL_LANE = frozenset(
+    {
+        "ping",
+        "initialize",
+        "server/discover",
+        "tools/list",
+        "prompts/list",
+        "resources/list",
+        "resources/templates/list",
+        "tasks/get",
+        "tasks/update",
+        "tasks/cancel",
+    }
+)
+# What may overtake held input: the lane's requests but initialize (it decides how the requests
+# sent before it are served: the era, the negotiated version; so it keeps its place), and the two
+# notifications whose effect does not depend on their place (a cancellation names a request in
+# flight already; notifications/initialized is only recorded).
+OVERTAKING_REQUESTS = CONTROL_LANE - {"initialize"}
+OVERTAKING_NOTIFICATIONS = frozenset({CANCELLED, "notifications/initialized"})
+OVERTAKING = OVERTAKING_REQUESTS | OVERTAKING_NOTIFICATIONS
+# Requests of the control lane in flight at once, beyond which held input is not searched for
+# more (it is looked at again as they finish). Each is a small line (wire.AHEAD_MAX_BYTES).
+CONTROL_LANE_LIMIT = 64
 
 LEGACY_METHODS: dict[str, tuple[Handler, str | None]] = {
     "initialize": (legacy.initialize, None),
@@ -209,6 +244,7 @@ class Dispatcher:
         # Estimated bytes of the requests whose tasks are alive (subscriptions included): the
         # transport starts no new request while this is over its budget.
         self.in_flight_cost = 0
+        self.control_in_flight = 0  # requests of the control lane whose tasks are alive
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self.idle = asyncio.Event()
@@ -272,6 +308,20 @@ class Dispatcher:
         """Is a request with this id running (not answered, not cancelled)?"""
         return _key(request_id) in self._in_flight
 
+    def may_overtake(self, event: Event, *, room_for_answers: bool = True) -> bool | None:
+        """May this message, found in input the transport holds back while the requests before it
+        wait, be handled now, ahead of them (``OVERTAKING``)? True: yes. False: no, it keeps its
+        place. None: not yet (the control lane is full, or the client is not reading its answers:
+        ``room_for_answers`` is false): look again later."""
+        if isinstance(event, Notification):
+            if event.method == CANCELLED:
+                target = event.params.get("requestId")
+                return is_valid_id(target) and self.is_in_flight(target)
+            return event.method in OVERTAKING_NOTIFICATIONS
+        if isinstance(event, Request) and event.method in OVERTAKING_REQUESTS:
+            return True if room_for_answers and self.control_in_flight < CONTROL_LANE_LIMIT else None
+        return False
+
     def handle(self, event: Event) -> None:
         """Act on one event from the wire reader. Never raises, never blocks."""
         if isinstance(event, Request):
@@ -292,6 +342,8 @@ class Dispatcher:
         task = self._loop.create_task(self._serve(request))
         entry = InFlight(task, request.method, cost=request.cost)
         self.in_flight_cost += entry.cost
+        if request.method in CONTROL_LANE:
+            self.control_in_flight += 1
         self._in_flight[key] = entry
         self.idle.clear()
         task.add_done_callback(lambda _: self._finished(key, entry))
@@ -309,6 +361,8 @@ class Dispatcher:
         # (which cost ~5 us a message under pipelined load; bench/README.md).
         entry.context = None
         self.in_flight_cost -= entry.cost
+        if entry.method in CONTROL_LANE:
+            self.control_in_flight -= 1
         if self._in_flight.get(key) is entry:  # the id may belong to a newer request by now
             del self._in_flight[key]
         self._draining.discard(entry.task)
@@ -494,8 +548,9 @@ class Dispatcher:
             if limit is not None:
                 await limit.acquire()  # paced before it takes a slot
             tool = self._task_capable_tool(request, context, modern)
-            if request.method == "subscriptions/listen":
-                # Open for as long as the subscription lives: never holds a concurrency slot.
+            if request.method == "subscriptions/listen" or request.method in CONTROL_LANE:
+                # A subscription is open for as long as it lives; the control lane does no user
+                # work: neither holds (nor waits for) a concurrency slot.
                 result = await handler(self.server, context, request.params)
             elif tool is not None and self.server.tasks.reserve():
                 result = await self._call_maybe_as_task(handler, request, context)

@@ -32,9 +32,13 @@ Theory of operation
   ``max_in_flight_bytes`` of (estimated, parsed) requests in flight -- open subscriptions
   included -- and no more than ``WRITE_HIGH_WATER`` bytes of output queued for a client that is
   not reading. Over budget, input is *held*: reading goes on until ``HELD_INPUT_BYTES`` wait
-  unparsed, and then stops (the kernel pipe fills and the client blocks). Meanwhile every
-  ``notifications/cancelled`` among the held bytes that names a request in flight is taken out
-  and honoured at once, so a cancellation never waits behind the backlog it wants to shrink.
+  unparsed, and then stops (the kernel pipe fills and the client blocks). Meanwhile the control
+  lane (``dispatcher.CONTROL_LANE``) is served through the held bytes (``_take_ahead``): every
+  ``notifications/cancelled`` among them that names a request in flight, and every request that
+  does no user work (``ping``, ``server/discover``, the list and ``tasks/*`` methods), is taken
+  out and handled at once, at most ``dispatcher.CONTROL_LANE_LIMIT`` requests at a time, none while
+  the client leaves its answers unread. So a cancellation never waits behind the backlog it
+  wants to shrink, nor a host's health check behind tool calls.
 * **Writing.** ``_Output`` is the only writer of the protocol fd. ``write`` queues a whole line
   (the loop is single-threaded, so lines never interleave) and the queue goes out in one
   ``writev`` at the end of the loop iteration, or when the pipe has room again. ``drain`` waits
@@ -74,7 +78,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import stderr
 from ._stdio_threads import ReaderThread, WriterThread
-from .dispatcher import Dispatcher
+from .dispatcher import OVERTAKING, Dispatcher
 from .errors import InternalError
 from .wire import (
     CANCELLED,
@@ -86,6 +90,7 @@ from .wire import (
     WireReader,
     error_response,
     is_valid_id,
+    method_pattern,
 )
 
 if TYPE_CHECKING:
@@ -116,6 +121,8 @@ HELD_INPUT_BYTES = 4 * 1024 * 1024
 WRITE_HIGH_WATER = 1024 * 1024
 WRITE_LOW_WATER = 256 * 1024
 OPTIONAL_OUTPUT_LIMIT = 4 * 1024 * 1024
+# What the held input is searched for (the control lane, see Dispatcher.may_overtake).
+_OVERTAKING = method_pattern(OVERTAKING)
 # How often held input is looked at again while the budgets are full.
 HOLD_RETRY_SECONDS = 0.01
 # After shutdown, how long cancelled synchronous handlers get to notice and return.
@@ -629,15 +636,13 @@ class StdioSession:
 
     def _pump(self) -> None:
         """Hand complete input to the dispatcher while the budgets allow; else hold it as bytes,
-        honouring the cancellations among it, and look again shortly."""
+        taking the control lane's messages out of it (``_take_ahead``), and look again shortly."""
         if self._dispatcher is None:
             return
-        reader = self._reader
         while self._accepting:
             if self._over_budget():
                 self._holding = True
-                for cancellation in reader.take_cancellations(self._dispatcher.is_in_flight):
-                    self._dispatch(cancellation)
+                self._take_ahead()
                 self._retry_soon()
                 break
             self._holding = False
@@ -646,6 +651,20 @@ class StdioSession:
                 break
             self._dispatch(event)
         self._update_reading()
+
+    def _take_ahead(self) -> None:
+        """The control lane through held input: the cancellations, pings, discovers, list and
+        tasks requests waiting there that the dispatcher lets overtake (``Dispatcher.may_overtake``)
+        are handled now, not after the tool calls before them."""
+        dispatcher = self._dispatcher
+        assert dispatcher is not None
+        room = not self._output.congested  # a client that does not read gets no more answers
+
+        def wanted(event: Event) -> bool | None:
+            return dispatcher.may_overtake(event, room_for_answers=room)
+
+        for event in self._reader.take_ahead(_OVERTAKING, wanted):
+            self._dispatch(event)
 
     def _next_event(self) -> Event | None:
         try:

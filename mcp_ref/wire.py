@@ -27,8 +27,9 @@ blocks, so the whole framing layer is testable with byte strings.
 * Pulling, not pushing. Bytes that were fed stay raw until an event is asked for, so the
   transport decides how much input becomes parsed (and costly) structure: it stops asking while
   too much is in flight, and the rest waits as bytes. ``estimated_cost`` says what a line will
-  cost once parsed (``Request.cost``); ``take_cancellations`` fishes ``notifications/cancelled``
-  out of the waiting bytes, so a cancellation never waits behind the input it wants to stop.
+  cost once parsed (``Request.cost``); ``take_ahead`` fishes the messages the transport lets
+  overtake (cancellations, the dispatcher's control lane) out of the waiting bytes, so a
+  cancellation never waits behind the input it wants to stop, nor a ``ping`` behind tool calls.
 * Exactly once. A line is marked consumed *before* it is parsed, so an exception while parsing
   (even ``MemoryError``), or a consumer that stops iterating ``events()`` half-way, can never
   make the same line an event twice. ``MemoryError`` while parsing becomes a -32603 for that
@@ -48,7 +49,8 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Iterator, Union
+import re
+from typing import Any, Callable, Iterable, Iterator, Union
 
 from .content import encoded_base64
 from .errors import InternalError, InvalidRequest, ParseError, ProtocolError
@@ -67,7 +69,10 @@ _COUNTED_FROM_BYTES = 4096
 _WORST_COST_PER_BYTE = 1 + -(-STRUCTURE_COST_BYTES // 3)
 
 CANCELLED = "notifications/cancelled"
-_CANCELLED_BYTES = CANCELLED.encode()
+
+# The longest line WireReader.take_ahead takes out of held input: the messages that may overtake
+# are small, and so is the parse of one (at most ~350 KiB, the worst case of estimated_cost).
+AHEAD_MAX_BYTES = 16 * 1024
 
 RequestId = Union[str, int]
 
@@ -404,18 +409,21 @@ class WireReader:
             InvalidRequest(f"Invalid request: message exceeds the maximum line size of {self.max_line_bytes} bytes"),
         )
 
-    def take_cancellations(self, wanted: Callable[[RequestId], bool]) -> list[Notification]:
-        """``notifications/cancelled`` waiting in complete, unconsumed lines whose ``requestId``
-        ``wanted`` accepts, in arrival order, taken out of the input so they are not read twice.
+    def take_ahead(self, methods: re.Pattern[bytes], wanted: Callable[[Event], bool | None]) -> list[Event]:
+        """Messages waiting in complete, unconsumed lines that ``wanted`` accepts, in arrival
+        order, taken out of the input so they are not read twice.
 
-        For a transport that holds input back: a cancellation of a request already running need
-        not wait its turn. One that ``wanted`` declines (its request is still among the waiting
-        lines, say) stays where it is and is read in order. Each complete line is searched once
-        (a fast byte search; only lines naming the method are parsed). A spelling that hides the
-        method name (``\\/`` escapes) is simply read in its turn.
+        For a transport that holds input back: a cancellation of a request already running, or a
+        request that does no work (a ``ping``), need not wait its turn. Only lines in which
+        ``methods`` (``method_pattern``) finds a method name are parsed (a fast search; each
+        complete line is searched once), and only lines of at most ``AHEAD_MAX_BYTES`` (and
+        within the line limit). One that ``wanted`` declines (False) stays where it is and is
+        read in order; when ``wanted`` says "not yet" (None), the search stops there and starts
+        again from that line next time. A spelling that hides the method name (``\\/``
+        escapes) is simply read in its turn.
         """
         buffer = self._buffer
-        found: list[Notification] = []
+        found: list[Event] = []
         position = max(self._start, self._peeked)
         if self._discarding and position == self._start:
             # The first line is the tail of an oversized line: never a message.
@@ -424,30 +432,40 @@ class WireReader:
                 return found
             position = newline + 1
         while True:
-            hit = buffer.find(_CANCELLED_BYTES, position)
-            if hit < 0:
+            hit = methods.search(buffer, position)
+            if hit is None:
                 last_newline = buffer.rfind(b"\n", position)
                 self._peeked = last_newline + 1 if last_newline >= 0 else position
                 return found
-            line_start = buffer.rfind(b"\n", position, hit) + 1 or position
-            line_end = buffer.find(b"\n", hit)
+            line_start = buffer.rfind(b"\n", position, hit.start()) + 1 or position
+            line_end = buffer.find(b"\n", hit.start())
             if line_end < 0:
                 self._peeked = line_start  # searched again once the line is complete
                 return found
-            position = line_end + 1
+            next_line = line_end + 1
             end = line_end - 1 if buffer[line_end - 1] == 0x0D else line_end
-            if end - line_start > self.max_line_bytes:
+            if end - line_start > min(AHEAD_MAX_BYTES, self.max_line_bytes):
+                position = next_line
                 continue
             try:
-                event = parse_line(buffer[line_start:end])
+                event = parse_line(buffer[line_start:end], cost=estimated_cost(buffer, line_start, end))
             except MemoryError:
+                position = next_line
                 continue
-            if not (isinstance(event, Notification) and event.method == CANCELLED):
-                continue
-            request_id = event.params.get("requestId")
-            if is_valid_id(request_id) and wanted(request_id):
+            verdict = wanted(event)
+            if verdict is None:
+                self._peeked = line_start
+                return found
+            if verdict:
                 buffer[line_start:line_end] = b" " * (line_end - line_start)  # a blank line: skipped
                 found.append(event)
+            position = next_line
+
+
+def method_pattern(methods: Iterable[str]) -> re.Pattern[bytes]:
+    """What ``WireReader.take_ahead`` searches for: any of ``methods`` as a JSON string."""
+    names = sorted(methods, key=len, reverse=True)
+    return re.compile(b'"(?:' + b"|".join(re.escape(name.encode()) for name in names) + b')"')
 
 
 # Too big for this process right now: the line is consumed already, so the next one is read
