@@ -2,7 +2,7 @@
 stdio transport and server dispatcher, serving legacy (initialize-era) clients too.
 
 Reading order for a newcomer, following one message from stdin to stdout:
-``wire`` (framing, JSON-RPC) -> ``stdio`` (asyncio transport; ``stderr``: logs that never
+``wire`` (framing, JSON-RPC; ``idscan``: the id of a line refused unparsed) -> ``stdio`` (asyncio transport; ``stderr``: logs that never
 block) -> ``dispatcher`` (eras, routing, errors) -> ``meta`` / ``versions`` -> the feature
 modules (``discover``, ``tools``, ``resources``, ``prompts``, ``completion``, ``pagination``,
 ``subscriptions`` + ``watch``, ``mrtr`` + ``requeststate``, ``sealing`` (the one HMAC, for

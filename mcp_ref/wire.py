@@ -20,10 +20,12 @@ blocks, so the whole framing layer is testable with byte strings.
   invalid request (-32600). Its error echoes the id when the id itself is usable, else null.
 * Limits. A line whose message (not counting the ``\\r`` of a CRLF ending) is longer than
   ``max_line_bytes`` is a denial-of-service guard: the reader stops buffering, discards input up
-  to the next newline and reports one ``BadMessage`` (-32600). Memory stays bounded by the
+  to the next newline and then reports one ``BadMessage`` (-32600). Memory stays bounded by the
   limit, whatever the peer sends. With ``max_parsed_bytes``, a line whose parsed form is
   estimated above it (``estimated_cost``: a line of ``[],[],...`` grows ~27 times when parsed)
-  is refused the same way, before it is parsed.
+  is refused the same way, before it is parsed. A refusal still carries the request's id:
+  ``idscan`` finds it without a parse, in O(1) memory, from the bytes as they are discarded
+  (at most ``ID_SCAN_LINES`` times the limit of them).
 * Pulling, not pushing. Bytes that were fed stay raw until an event is asked for, so the
   transport decides how much input becomes parsed (and costly) structure: it stops asking while
   too much is in flight, and the rest waits as bytes. ``estimated_cost`` says what a line will
@@ -67,6 +69,10 @@ STRUCTURE_COST_BYTES = 64
 # is assumed. Typical requests are a few hundred bytes, so they stay far below any budget.
 _COUNTED_FROM_BYTES = 4096
 _WORST_COST_PER_BYTE = 1 + -(-STRUCTURE_COST_BYTES // 3)
+
+# An oversized line is looked at for its id (idscan) in at most this many times the line limit
+# of its bytes; past that, its answer carries null.
+ID_SCAN_LINES = 4
 
 CANCELLED = "notifications/cancelled"
 
@@ -291,8 +297,10 @@ class WireReader:
         self._scan_from = 0  # there is no newline in _buffer[_start:_scan_from]
         self._peeked = 0  # lines starting before this were already searched for cancellations
         self._discarding = False  # inside an oversized line, dropping bytes up to its newline
+        # While discarding: the oversized line's id, looked for in the bytes as they are dropped.
+        self._id_scan: Any = None  # an idscan.IdScanner
+        self._id_scan_room = 0  # how many more of its bytes the scan may look at
         self._eof = False
-        self._oversized_lines = 0
 
     def feed(self, data: bytes) -> None:
         """Add bytes read from the peer."""
@@ -341,14 +349,16 @@ class WireReader:
             if newline < 0:
                 return self._incomplete()
             self._start = newline + 1  # consumed before it is parsed: never read twice
-            if self._discarding:  # the end of an oversized line already reported
+            if self._discarding:  # the end of an oversized line: now it is answered
                 self._discarding = False
-                continue
+                self._scan_dropped(buffer, start, newline)
+                return self._oversized()
             end = newline
             if end > start and buffer[end - 1] == 0x0D:
                 end -= 1  # the CR of CRLF: not part of the message, nor of the size limit
             size = end - start
             if size > self.max_line_bytes:
+                self._start_id_scan(buffer, start, newline)  # as if it had streamed in: the CR counts
                 return self._oversized()
             if not _is_blank(buffer, start, end):
                 if size > _COUNTED_FROM_BYTES:
@@ -356,23 +366,30 @@ class WireReader:
                 try:  # (_parse for a small line, inlined: this is the per-message path)
                     return parse_line(buffer[start:end], cost=size * _WORST_COST_PER_BYTE)
                 except MemoryError:
-                    return _OUT_OF_MEMORY
+                    return _out_of_memory(buffer, start, end)
 
     def _incomplete(self) -> Event | None:
         """No newline after ``_start``: police the partial line, or deliver it at EOF."""
         buffer = self._buffer
         pending = len(buffer) - self._start
         if self._discarding:
+            self._scan_dropped(buffer, self._start, len(buffer))
             self._reset()
-            if self._eof:
+            if self._eof:  # the oversized line ends with the input
                 self._discarding = False
+                return self._oversized()
             return None
         # A trailing CR may be the first half of a CRLF: it does not count toward the limit.
         message_bytes = pending - 1 if pending and buffer[-1] == 0x0D else pending
         if message_bytes > self.max_line_bytes:
+            # Too long to hold: its bytes are dropped as they come, and looked at only for its id;
+            # it is answered when it ends (at its newline), so that the answer can carry that id.
+            self._start_id_scan(buffer, self._start, len(buffer))
             self._reset()
-            self._discarding = not self._eof
-            return self._oversized()
+            if self._eof:
+                return self._oversized()
+            self._discarding = True
+            return None
         if self._eof and pending:
             line = bytes(buffer[self._start :]).rstrip(b"\r")
             self._reset()
@@ -390,22 +407,41 @@ class WireReader:
         cost = estimated_cost(buffer, start, end)
         # A line of at most _COUNTED_FROM_BYTES is charged its worst case (under 100 KiB) and never refused.
         if self.max_parsed_bytes is not None and cost > self.max_parsed_bytes and end - start > _COUNTED_FROM_BYTES:
-            return self._too_costly(cost)
+            return self._too_costly(_request_id_of(buffer, start, end), cost)
         try:
             return parse_line(buffer[start:end], cost=cost)
         except MemoryError:
-            return _OUT_OF_MEMORY
+            return _out_of_memory(buffer, start, end)
 
-    def _too_costly(self, cost: int) -> BadMessage:
+    def _too_costly(self, request_id: RequestId | None, cost: int) -> BadMessage:
         mib = 1024 * 1024
-        return BadMessage(None, InvalidRequest(
+        return BadMessage(request_id, InvalidRequest(
             f"Invalid request: the message would take about {-(-cost // mib)} MiB once parsed, more than the "
             f"{self.max_parsed_bytes // mib} MiB one request may hold (it has too many arrays, objects or values)"))
 
+    def _start_id_scan(self, buffer: bytes | bytearray, start: int, end: int) -> None:
+        from .idscan import IdScanner  # only a refused line needs it
+
+        self._id_scan = IdScanner()
+        self._id_scan_room = ID_SCAN_LINES * self.max_line_bytes
+        self._scan_dropped(buffer, start, end)
+
+    def _scan_dropped(self, buffer: bytes | bytearray, start: int, end: int) -> None:
+        """The next bytes of the oversized line, looked at for its id before they are dropped."""
+        scan = self._id_scan
+        if scan is None:
+            return
+        if end - start > self._id_scan_room:
+            self._id_scan = None  # longer than the scan goes: its id stays unknown
+            return
+        self._id_scan_room -= end - start
+        scan.feed(buffer, start, end)
+
     def _oversized(self) -> BadMessage:
-        self._oversized_lines += 1
+        """The answer to the oversized line that just ended, with its id if the scan found one."""
+        scan, self._id_scan = self._id_scan, None
         return BadMessage(
-            None,
+            scan.result() if scan is not None else None,
             InvalidRequest(f"Invalid request: message exceeds the maximum line size of {self.max_line_bytes} bytes"),
         )
 
@@ -468,9 +504,21 @@ def method_pattern(methods: Iterable[str]) -> re.Pattern[bytes]:
     return re.compile(b'"(?:' + b"|".join(re.escape(name.encode()) for name in names) + b')"')
 
 
-# Too big for this process right now: the line is consumed already, so the next one is read
-# normally. Its id could not be read, so the error carries null.
-_OUT_OF_MEMORY = BadMessage(None, InternalError("Internal error: the server ran out of memory reading this message"))
+def _out_of_memory(buffer: bytes | bytearray, start: int, end: int) -> BadMessage:
+    """Too big for this process right now: the line is consumed already, so the next one is read
+    normally. Its id is looked for without a parse (``idscan``); null if even that fails."""
+    try:
+        request_id = _request_id_of(buffer, start, end)
+    except MemoryError:
+        request_id = None
+    return BadMessage(request_id, InternalError("Internal error: the server ran out of memory reading this message"))
+
+
+def _request_id_of(buffer: bytes | bytearray, start: int, end: int) -> RequestId | None:
+    """``idscan.request_id_of``, imported when the first line is refused."""
+    from .idscan import request_id_of
+
+    return request_id_of(buffer, start, end)
 
 _WHITESPACE = b" \t\r"
 

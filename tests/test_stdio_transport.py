@@ -523,12 +523,13 @@ def test_malformed_input_is_answered_with_the_right_error_and_the_server_keeps_s
     assert result_text(server.request(tool_call(request_id, "echo", {"text": "recovered"}))) == "recovered"
 
 
-@pytest.mark.req("STDIO-MAX-LINE-SIZE", "BASE-ERROR-ID-NULL")
+@pytest.mark.req("STDIO-MAX-LINE-SIZE", "STDIO-REFUSAL-KEEPS-ID")
 def test_an_oversized_line_is_answered_and_the_next_request_is_served(spawn: Spawn) -> None:
     server = spawn(max_line_bytes="4096")
+    server.note_sent(tool_call(1, "echo"))
     server.send_raw(encode_line(tool_call(1, "echo", {"text": "y" * 10_000})))
     error = server.read_message()
-    assert error["id"] is None and error["error"]["code"] == -32600
+    assert error["id"] == 1 and error["error"]["code"] == -32600  # its id, found without a parse
     assert result_text(server.request(tool_call(2, "echo", {"text": "after"}))) == "after"
 
 
@@ -536,7 +537,8 @@ def test_an_oversized_line_is_answered_and_the_next_request_is_served(spawn: Spa
 def test_an_oversized_line_longer_than_the_pipe_buffer_is_answered_and_the_next_request_is_served(
     spawn: Spawn,
 ) -> None:
-    # A 1 MB line through a 64 KiB pipe reaches the server in many reads.
+    # A 1 MB line through a 64 KiB pipe reaches the server in many reads; at more than four
+    # times the limit, the server does not look for its id.
     server = spawn(max_line_bytes="100000")
     after = tool_call(2, "echo", {"text": "after"})
     server.note_sent(after)

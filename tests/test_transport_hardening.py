@@ -381,14 +381,15 @@ def test_a_line_of_nested_empty_arrays_is_costed_by_its_structure_not_its_length
     assert peak < 300 * 1024, f"peak RSS {peak // 1024} MiB"
 
 
-@pytest.mark.req("STDIO-IN-FLIGHT-BYTES", "BASE-INVALID-REQUEST-32600")
+@pytest.mark.req("STDIO-IN-FLIGHT-BYTES", "BASE-INVALID-REQUEST-32600", "STDIO-REFUSAL-KEEPS-ID")
 def test_one_line_that_would_outgrow_the_in_flight_budget_once_parsed_is_refused_unparsed(spawn: Spawn) -> None:
     server = spawn()
     arrays = b"[" + b"[]," * (14 * MiB // 3) + b"[]]"  # 14 MiB, under the line limit; ~380 MiB once parsed
     line = encode_line(tool_call(1, "echo", {"text": "PAD"})).replace(b'"PAD"', arrays)
+    server.note_sent(tool_call(1, "echo"))
     server.send_raw(line)
     error = server.read_message()
-    assert error["id"] is None and error["error"]["code"] == -32600
+    assert error["id"] == 1 and error["error"]["code"] == -32600  # its id, found without a parse
     assert "once parsed" in error["error"]["message"]
     assert result_text(server.request(tool_call(2, "echo", {"text": "still serving"}))) == "still serving"
     peak = status_kib(server.pid, "VmHWM")
@@ -426,18 +427,18 @@ def faulty_batch(marker: str) -> tuple[bytes, list[dict[str, Any]]]:
     return b"".join(encode_line(m) for m in (before, faulty, after)), [before, after]
 
 
-@pytest.mark.req("STDIO-READER-FAULTS", "STDIO-RESPONSES-BY-ID")
+@pytest.mark.req("STDIO-READER-FAULTS", "STDIO-RESPONSES-BY-ID", "STDIO-REFUSAL-KEEPS-ID")
 def test_a_memory_error_inside_the_reader_neither_repeats_nor_loses_the_requests_around_it(spawn: Spawn) -> None:
     server = spawn()
     data, tracked = faulty_batch("RAISE-MEMORY-ERROR")
-    for message in tracked:
+    for message in [*tracked, tool_call(2, "echo")]:
         server.note_sent(message)
     server.send_raw(data)
     assert result_text(server.response(1)) == "before"
     assert result_text(server.response(3)) == "after"
     later = server.shutdown()  # the harness fails on an id answered twice
     errors = [m for m in server.received if "error" in m]
-    assert [(e["id"], e["error"]["code"]) for e in errors] == [(None, -32603)] and later == []
+    assert [(e["id"], e["error"]["code"]) for e in errors] == [(2, -32603)] and later == []  # its id, found without a parse
 
 
 @pytest.mark.req("STDIO-READER-FAULTS", "STDIO-EXIT-ON-EOF")
@@ -485,9 +486,10 @@ def test_the_line_cap_counts_the_message_not_the_cr_of_a_crlf_ending(spawn: Spaw
     server.note_sent(tool_call(1, "echo", {"text": "t"}))
     server.send_raw(at_limit + b"\r\n")
     assert result_text(server.response(1)) == "t" * (limit - len(bare))
+    server.note_sent(tool_call(12, "echo"))
     server.send_raw(at_limit.replace(b'"id":1', b'"id":12') + b"\r\n")  # one byte over
     refusal = server.read_message()
-    assert refusal["id"] is None and refusal["error"]["code"] == -32600
+    assert refusal["id"] == 12 and refusal["error"]["code"] == -32600
 
 
 @pytest.mark.req("STDIO-LINE-SEPARATORS-ESCAPED", "STDIO-NO-EMBEDDED-NEWLINES")
