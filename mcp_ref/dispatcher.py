@@ -11,7 +11,9 @@ The transport feeds events from ``wire.WireReader`` to ``Dispatcher.handle``, sy
   ``outgoing`` (the answer to a request we sent an initialize-era client; anything else is
   logged and dropped there). A **notification** is handled inline and never
   answered: ``notifications/cancelled`` cancels the named request, ``notifications/initialized``
-  completes the legacy handshake, anything else is ignored.
+  completes the legacy handshake, anything else is ignored. A malformed one (params not an
+  object, a ``requestId`` or ``reason`` of the wrong type: ``notification_problem``) is logged
+  and ignored: a notification has no id to answer.
 * A **request** becomes an asyncio task, so requests run concurrently and responses go out as
   soon as each is ready, correlated by id rather than by order. A second request reusing an id
   still in flight is refused (-32600) and the first is unaffected. At most ``max_concurrency``
@@ -79,7 +81,21 @@ from .meta import client_has_capability
 from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, check_input_request, parse_input_responses, required_capability, validate_input_response
 from .outgoing import ClientRequestFailed, Outgoing, legacy_wire_request, unsupported_by_version
 from .versions import MODERN_VERSIONS
-from .wire import CANCELLED, BadMessage, ClientResponse, Event, Notification, Request, encode_message, encode_message_parts, error_response, is_valid_id, result_response
+from .wire import (
+    CANCELLED,
+    BadMessage,
+    ClientResponse,
+    Event,
+    MalformedNotification,
+    Notification,
+    Request,
+    RequestId,
+    encode_message,
+    encode_message_parts,
+    error_response,
+    is_valid_id,
+    result_response,
+)
 
 if TYPE_CHECKING:
     from .server import Server
@@ -211,6 +227,27 @@ class LegacyRounds:
         self.previous: RequestContext | None = None  # last round's context (its progress carries on)
 
 
+def notification_problem(method: str, params: dict[str, Any]) -> str | None:
+    """Why a notification the server acts on is malformed, or None: such a notification is ignored
+    and logged, never answered (basic/patterns/cancellation#error-handling: invalid cancellations
+    SHOULD be ignored). The others (roots/list_changed, progress, ...) are ignored anyway."""
+    if method not in (CANCELLED, "notifications/initialized"):
+        return None
+    if not isinstance(params.get("_meta", {}), dict):
+        return '"_meta" is not an object'
+    if method == CANCELLED:
+        if not is_valid_id(params.get("requestId")):
+            return '"requestId" is missing or not a string or integer'
+        if not isinstance(params.get("reason", ""), str):
+            return '"reason" is not a string'
+    return None
+
+
+def cancelled_request(params: dict[str, Any]) -> RequestId | None:
+    """The request a ``notifications/cancelled`` names, or None when the notification is malformed."""
+    return None if notification_problem(CANCELLED, params) else params["requestId"]
+
+
 def _key(request_id: Any) -> tuple[type, Any]:
     # 1 and "1" are different request ids.
     return (type(request_id), request_id)
@@ -315,8 +352,8 @@ class Dispatcher:
         ``room_for_answers`` is false): look again later."""
         if isinstance(event, Notification):
             if event.method == CANCELLED:
-                target = event.params.get("requestId")
-                return is_valid_id(target) and self.is_in_flight(target)
+                target = cancelled_request(event.params)
+                return target is not None and self.is_in_flight(target)
             return event.method in OVERTAKING_NOTIFICATIONS
         if isinstance(event, Request) and event.method in OVERTAKING_REQUESTS:
             return True if room_for_answers and self.control_in_flight < CONTROL_LANE_LIMIT else None
@@ -333,6 +370,8 @@ class Dispatcher:
             self.send(error_response(event.id, event.error))
         elif isinstance(event, ClientResponse):
             self.outgoing.receive(event.id, event.message)
+        elif isinstance(event, MalformedNotification):
+            log.warning("ignoring a malformed notification %s: %s", clip(event.method), event.problem)
 
     def _start(self, request: Request) -> None:
         key = _key(request.id)
@@ -371,17 +410,17 @@ class Dispatcher:
 
     def _notified(self, notification: Notification) -> None:
         method, params = notification.method, notification.params
-        if method == "notifications/cancelled":
-            self._cancel(params.get("requestId"), params.get("reason"))
+        problem = notification_problem(method, params)
+        if problem is not None:
+            log.warning("ignoring a malformed notification %s: %s", method, problem)
+        elif method == CANCELLED:
+            self._cancel(params["requestId"], params.get("reason"))
         elif method == "notifications/initialized":
             self.server.legacy.initialized = True
         else:
             log.debug("ignoring notification %s", clip(method))
 
-    def _cancel(self, request_id: Any, reason: Any) -> None:
-        if not is_valid_id(request_id):
-            log.debug("ignoring a malformed notifications/cancelled")
-            return
+    def _cancel(self, request_id: RequestId, reason: str | None) -> None:
         entry = self._in_flight.get(_key(request_id))
         if entry is None:
             log.debug("cancellation of unknown or finished request %r ignored", request_id)

@@ -78,7 +78,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import stderr
 from ._stdio_threads import ReaderThread, WriterThread
-from .dispatcher import OVERTAKING, Dispatcher
+from .dispatcher import OVERTAKING, Dispatcher, cancelled_request
 from .errors import InternalError
 from .wire import (
     CANCELLED,
@@ -89,7 +89,6 @@ from .wire import (
     Request,
     WireReader,
     error_response,
-    is_valid_id,
     method_pattern,
 )
 
@@ -787,7 +786,7 @@ class StdioSession:
         while (event := self._next_event()) is not None:
             if isinstance(event, Request):
                 refused.setdefault((type(event.id), event.id), [event.id, 0])[1] += 1
-            elif isinstance(event, Notification) and event.method == CANCELLED and is_valid_id(target := event.params.get("requestId")):
+            elif isinstance(event, Notification) and event.method == CANCELLED and (target := cancelled_request(event.params)) is not None:
                 waiting = refused.get((type(target), target))
                 if waiting is not None and waiting[1]:
                     waiting[1] -= 1  # the client cancelled a request it sent: no answer

@@ -15,9 +15,11 @@ blocks, so the whole framing layer is testable with byte strings.
   a parse error (-32700), never silently replaced.
 * Classification. A JSON object with ``method`` is a request (it has an ``id``) or a notification
   (it has none); one with ``result``/``error`` and no ``method`` is a response the client should
-  not have sent. Anything else -- arrays (JSON-RPC batches), scalars, a bad ``jsonrpc`` member,
-  an ``id`` that is null or not a string/integer, a non-string method, non-object params -- is an
-  invalid request (-32600). Its error echoes the id when the id itself is usable, else null.
+  not have sent. A notification with a bad ``jsonrpc`` member or non-object params is a
+  ``MalformedNotification``: it has no id to answer, so it is only logged. Anything else -- arrays
+  (JSON-RPC batches), scalars, a bad ``jsonrpc`` member, an ``id`` that is null or not a
+  string/integer, a non-string method, non-object params -- is an invalid request (-32600). Its
+  error echoes the id when the id itself is usable, else null.
 * Limits. A line whose message (not counting the ``\\r`` of a CRLF ending) is longer than
   ``max_line_bytes`` is a denial-of-service guard: the reader stops buffering, discards input up
   to the next newline and then reports one ``BadMessage`` (-32600). Memory stays bounded by the
@@ -132,6 +134,18 @@ class Notification(_Event):
         self.params = params
 
 
+class MalformedNotification(_Event):
+    """A message shaped as a notification (a string ``method``, no ``id``) that is not a valid one:
+    ``problem`` says why. Like any notification it is never answered (it has no id to answer); the
+    server logs it and ignores it (basic/index#notifications, basic/patterns/cancellation#error-handling)."""
+
+    __slots__ = _fields = ("method", "problem")
+
+    def __init__(self, method: str, problem: str) -> None:
+        self.method = method
+        self.problem = problem
+
+
 class ClientResponse(_Event):
     """A JSON-RPC response written by the client. Clients must not send these on stdio; we log and drop them."""
 
@@ -152,7 +166,7 @@ class BadMessage(_Event):
         self.error = error
 
 
-Event = Union[Request, Notification, ClientResponse, BadMessage]
+Event = Union[Request, Notification, MalformedNotification, ClientResponse, BadMessage]
 
 
 def _reject_constant(name: str) -> Any:
@@ -259,6 +273,8 @@ def classify(message: Any, *, cost: int = 0) -> Event:
     raw_id = message.get("id")
     usable_id = raw_id if has_id and is_valid_id(raw_id) else None
     if message.get("jsonrpc") != "2.0":
+        if not has_id and isinstance(message.get("method"), str):
+            return MalformedNotification(message["method"], '"jsonrpc" must be "2.0"')
         return BadMessage(usable_id, InvalidRequest('Invalid request: "jsonrpc" must be "2.0"'))
     if "method" not in message:
         if ("result" in message) != ("error" in message) and has_id:
@@ -270,6 +286,8 @@ def classify(message: Any, *, cost: int = 0) -> Event:
     params = message.get("params", {})
     if params is None or not isinstance(params, dict):
         # MCP params are always by-name: an object or absent.
+        if not has_id:
+            return MalformedNotification(method, '"params" must be an object')
         return BadMessage(usable_id, InvalidRequest('Invalid request: "params" must be an object'))
     if not has_id:
         return Notification(method, params)

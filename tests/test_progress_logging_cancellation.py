@@ -407,7 +407,16 @@ async def test_cancellation_of_an_unknown_or_finished_request_is_ignored():
 @pytest.mark.req("CANCEL-INVALID-IGNORED")
 @pytest.mark.parametrize(
     "params",
-    [{}, {"requestId": None}, {"requestId": True}, {"requestId": 1.0}, {"requestId": {"id": 1}}, {"reason": "no id"}],
+    [
+        {},
+        {"requestId": None},
+        {"requestId": True},
+        {"requestId": 1.0},
+        {"requestId": {"id": 1}},
+        {"reason": "no id"},
+        {"requestId": 1, "reason": ["not", "a", "string"]},
+        {"requestId": 1, "_meta": "not an object"},
+    ],
 )
 async def test_malformed_cancellation_is_ignored(params):
     gate = Gate()

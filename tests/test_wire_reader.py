@@ -20,6 +20,7 @@ from mcp_ref.errors import INVALID_REQUEST, PARSE_ERROR, InvalidRequest
 from mcp_ref.wire import (
     BadMessage,
     ClientResponse,
+    MalformedNotification,
     Notification,
     Request,
     WireReader,
@@ -306,9 +307,21 @@ def test_params_that_are_not_an_object_are_an_invalid_request_echoing_the_id(par
     assert_bad(classify({"jsonrpc": "2.0", "id": "r", "method": "m", "params": params}), INVALID_REQUEST, "r")
 
 
-@pytest.mark.req("BASE-PARAMS-OBJECT")
-def test_a_notification_with_non_object_params_is_reported_without_id() -> None:
-    assert_bad(classify({"jsonrpc": "2.0", "method": "n", "params": [1]}), INVALID_REQUEST, None)
+@pytest.mark.req("BASE-PARAMS-OBJECT", "BASE-NOTIFICATION-NO-RESPONSE", "CANCEL-INVALID-IGNORED")
+@pytest.mark.parametrize("params", [[1], "oops", None, 3, True], ids=["array", "string", "null", "number", "bool"])
+@pytest.mark.parametrize("method", ["notifications/cancelled", "notifications/initialized", "notifications/roots/list_changed", "n"])
+def test_a_notification_with_non_object_params_is_malformed_and_not_answerable(method: str, params: Any) -> None:
+    assert classify({"jsonrpc": "2.0", "method": method, "params": params}) == MalformedNotification(method, '"params" must be an object')
+
+
+@pytest.mark.req("BASE-NOTIFICATION-NO-RESPONSE")
+def test_a_notification_with_a_bad_jsonrpc_member_is_malformed_but_a_non_string_method_is_an_invalid_request() -> None:
+    assert classify({"method": "notifications/cancelled", "params": {"requestId": 1}}) == MalformedNotification(
+        "notifications/cancelled", '"jsonrpc" must be "2.0"'
+    )
+    assert classify({"jsonrpc": "1.0", "method": "n"}) == MalformedNotification("n", '"jsonrpc" must be "2.0"')
+    assert_bad(classify({"jsonrpc": "2.0", "method": 1, "params": "bar"}), INVALID_REQUEST, None)  # JSON-RPC 2.0's own example
+    assert_bad(classify({"jsonrpc": "2.0", "id": 4, "method": "m", "params": "p"}), INVALID_REQUEST, 4)  # a request is answered
 
 
 @pytest.mark.req("STDIO-CLIENT-NO-RESPONSES")

@@ -142,8 +142,10 @@ def carries_modern_meta(params: Any) -> bool:
 class Classified:
     """What one client line is, and so what answer it is due.
 
-    kind: "request" (one answer with ``id``), "notification", "client-response", "blank" (no
-    answer), or "bad" (one error, ``code``, with ``id`` when usable else null). ``too_deep``: the
+    kind: "request" (one answer with ``id``), "notification", "malformed-notification" (a string
+    ``method`` and no ``id``, but a bad ``jsonrpc`` or non-object params: it has no id to answer),
+    "client-response", "blank" (no answer), or "bad" (one error, ``code``, with ``id`` when usable
+    else null). ``too_deep``: the
     line nests deeper than ``NESTING_LIMIT``, so the server may instead answer it as a parse
     error (-32700, id null): RFC 8259 lets an implementation limit nesting depth.
     """
@@ -219,6 +221,9 @@ def _classify(line: bytes) -> Classified:
         return Classified("bad", code=-32600)
     has_id = "id" in value
     usable = value["id"] if has_id and is_valid_id(value["id"]) else None
+    params = value.get("params", {})
+    if not has_id and isinstance(value.get("method"), str) and (value.get("jsonrpc") != "2.0" or not isinstance(params, dict)):
+        return Classified("malformed-notification", method=value["method"])
     if value.get("jsonrpc") != "2.0":
         return Classified("bad", id=usable, code=-32600)
     if "method" not in value:
@@ -226,7 +231,6 @@ def _classify(line: bytes) -> Classified:
             return Classified("client-response", id=value["id"])
         return Classified("bad", id=usable, code=-32600)
     method = value["method"]
-    params = value.get("params", {})
     if not isinstance(method, str) or not isinstance(params, dict):
         return Classified("bad", id=usable, code=-32600)
     if not has_id:
@@ -556,7 +560,7 @@ class _Episode:
                 ledger.kinds[key].append((c, False))
         elif c.kind == "notification" and c.method == "notifications/cancelled":
             target = c.params.get("requestId")
-            if is_valid_id(target):
+            if is_valid_id(target):  # a cancellation with a malformed reason may be ignored: at most one answer either way
                 key = key_of(target)
                 if ledger.unconsumed[key] > 0:
                     ledger.unconsumed[key] -= 1
