@@ -341,6 +341,12 @@ class Dispatcher:
         # Requests waiting for the client's own answer are not work the client is waiting for us to do.
         return len(self._in_flight) + len(self._draining) - len(self.server.subscriptions) - self.outgoing.waiting
 
+    @property
+    def running(self) -> int:
+        """Requests not answered yet, subscriptions excluded: the work a lost client would cut short
+        (``backlog`` counts answered ones whose lines still wait for room in the pipe too)."""
+        return len(self._in_flight) - len(self.server.subscriptions) - self.outgoing.waiting
+
     def is_in_flight(self, request_id: Any) -> bool:
         """Is a request with this id running (not answered, not cancelled)?"""
         return _key(request_id) in self._in_flight

@@ -715,13 +715,14 @@ class StdioSession:
         if self._dispatcher is None or self.hard_stopped:
             return
         # Nothing lost (a shell's `| head -1` that read what it wanted) is routine: INFO. Work
-        # cancelled because its answer cannot be delivered is worth a WARNING.
-        backlog = self._dispatcher.backlog
+        # cancelled because its answer cannot be delivered is worth a WARNING; answers already
+        # made and left unread (the client chose to stop reading) are not work lost.
+        running = self._dispatcher.running
         log.log(
-            logging.WARNING if backlog else logging.INFO,
+            logging.WARNING if running else logging.INFO,
             "stdout was closed by the client (%s): cancelling %d request(s) in flight, reading no more input, and exiting",
             _describe(exc),
-            backlog,
+            running,
         )
         self._read_more = False
         self._update_reading()
@@ -752,7 +753,9 @@ class StdioSession:
     async def _shut_down(self) -> None:
         loop, dispatcher = self._loop, self._dispatcher
         assert loop is not None and dispatcher is not None
-        grace_ends = loop.time() + (0.0 if self.hard_stopped else self._grace)
+        grace = 0.0 if self.hard_stopped else self._grace
+        grace_ends = loop.time() + grace
+        log.info("shutting down: reading no more input; what was read gets %.1f s to finish", grace)
         self._output.set_deadline(grace_ends + self._flush_timeout)
         self._read_more = False
         self._update_reading()

@@ -10,12 +10,15 @@ server should hold. Memory is measured from outside, in ``/proc/<pid>/status``.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import json
 import os
 import select
 import signal
 import socket
+import struct
 import subprocess
+import termios
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -153,6 +156,17 @@ def wait_for_stderr(server: ServerProcess, text: str, timeout: float = 5.0) -> f
     return time.monotonic() - started
 
 
+def wait_for_full_stdout(server: ServerProcess, timeout: float = 10.0) -> None:
+    """Until the server's stdout pipe is full, unread: what else it has written waits in its queue."""
+    assert server.proc is not None and server.proc.stdout is not None
+    fd = server.proc.stdout.fileno()
+    capacity = fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032))
+    deadline = time.monotonic() + timeout
+    while struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] < capacity:
+        assert time.monotonic() < deadline, f"stdout pipe still not full after {timeout} s:\n{server.stderr_text()[-3000:]}"
+        time.sleep(0.01)  # the poll interval: the condition is the pipe
+
+
 # --- shutdown and output --------------------------------------------------------------------------
 
 
@@ -162,7 +176,7 @@ def test_a_client_that_never_reads_stdout_cannot_hold_the_server_past_grace_plus
     server = spawn(shutdown_grace="0.2", flush_timeout="1")
     server.request(modern_request(0, "server/discover"))  # running, signal handlers installed
     server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/4000000"}))  # 60 times what the pipe holds
-    time.sleep(0.3)  # answered, and stuck behind a client that does not read
+    wait_for_full_stdout(server)  # answered, and stuck behind a client that does not read
     started = time.monotonic()
     if how == "eof":
         server.close_stdin()
@@ -177,14 +191,15 @@ def test_a_client_that_never_reads_stdout_cannot_hold_the_server_past_grace_plus
 
 @pytest.mark.req("STDIO-SHUTDOWN-BOUNDED", "STDIO-EOF-DRAIN")
 def test_a_second_signal_exits_at_once_even_when_stdout_is_not_read(spawn: Spawn) -> None:
-    server = spawn(shutdown_grace="30", flush_timeout="30")
+    server = spawn(shutdown_grace="30", flush_timeout="30", extra_env={"MCP_REF_LOG_LEVEL": "INFO"})
     server.request(modern_request(0, "server/discover"))
+    server.send(long_call(2, "p"))
+    server.read_until(is_progress("p"))  # running
     server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/4000000"}))
-    server.send(long_call(2))
-    time.sleep(0.3)
+    wait_for_full_stdout(server)
     server.signal(signal.SIGTERM)
-    time.sleep(0.3)  # the first signal only starts a 30 s grace period (and 30 s more to flush)
-    assert server.returncode is None
+    wait_for_stderr(server, "shutting down: reading no more input; what was read gets 30.0 s to finish")
+    assert server.returncode is None  # the first signal only starts a 30 s grace period (and 30 s more to flush)
     started = time.monotonic()
     server.signal(signal.SIGTERM)
     assert server.proc is not None
@@ -296,6 +311,19 @@ def test_a_client_that_closes_stdout_gets_its_running_work_cancelled_and_the_ser
     assert stderr.count("stdout was closed by the client (EPIPE") == 1, stderr
 
 
+@pytest.mark.req("STDIO-STDOUT-CLOSED")
+def test_closing_stdout_on_answers_already_made_cuts_no_work_short_and_is_no_warning(spawn: Spawn) -> None:
+    # The answer is made and waits in the server's queue behind a full pipe when the client goes
+    # away (a shell's `| head -c 1000`): nothing was cut short, so the default level logs nothing.
+    server = spawn()
+    server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/3000000"}))
+    wait_for_full_stdout(server)
+    assert server.proc is not None and server.proc.stdout is not None
+    server.proc.stdout.close()
+    assert server.proc.wait(timeout=10) == 0
+    assert "stdout was closed" not in server.stderr_text()  # INFO: below the default WARNING
+
+
 @pytest.mark.req("STDIO-SIGNALS", "STDIO-EOF-DRAIN")
 def test_sighup_ends_the_session_as_gracefully_as_sigterm(spawn: Spawn) -> None:
     server = spawn(shutdown_grace="10")
@@ -325,11 +353,11 @@ def test_prints_from_a_synchronous_handler_after_shutdown_never_reach_stdout(spa
 @pytest.mark.req("STDIO-SHUTDOWN-ANSWERS-UNFINISHED", "STDIO-STDERR-LOGGING")
 def test_the_shutdown_warning_counts_only_requests_still_running(spawn: Spawn) -> None:
     server = spawn(shutdown_grace="0.3")
-    server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/3000000"}))  # answered; its line waits for us
-    server.send(long_call(2))  # still running when the grace period ends
-    time.sleep(0.3)
+    # In one write, so both start before answer 1 fills the pipe (then no new request would start).
+    server.send_many([modern_request(1, "resources/read", {"uri": "memo://bytes/3000000"}), long_call(2)])
+    wait_for_full_stdout(server)  # answer 1 is made; its line waits for us, while 2 runs on
     server.close_stdin()
-    time.sleep(0.6)  # the grace period ends while answer 1 is still draining
+    wait_for_stderr(server, "shutting down: 1 request(s) still running")  # the grace period ended, answer 1 still draining
     messages = server.read_until_eof(timeout=10)
     server.assert_exit(0)
     assert [m["id"] for m in messages if "result" in m] == [1]
@@ -454,12 +482,12 @@ def test_with_a_regular_file_as_stdin_a_reader_fault_is_logged_and_reading_goes_
 @pytest.mark.req("STDIO-CANCEL-AHEAD-OF-BACKLOG", "STDIO-CANCEL-STOP-WORK", "STDIO-BACKPRESSURE")
 def test_a_cancellation_is_honoured_at_once_with_more_than_1024_requests_in_flight(spawn: Spawn) -> None:
     server = spawn(shutdown_grace="0.2")
-    server.send_many(long_call(i) for i in range(1100))  # 100 s each: the backlog will not drain
-    time.sleep(0.5)  # reading stops being dispatched at 1024
-    started = time.monotonic()
+    # 100 s each: the backlog will not drain. The transport starts 1024, so the cancellation,
+    # sent after all 1100, is read among held input whenever it arrives: it can only be honoured
+    # by being taken ahead (in its turn, it would wait for calls of 100 s to end).
+    server.send_many(long_call(i) for i in range(1100))
     server.send(cancel(5, "the user gave up"))
-    wait_for_stderr(server, "slow 5: cancelled during step", timeout=5)
-    assert time.monotonic() - started < 1.5
+    wait_for_stderr(server, "slow 5: cancelled during step", timeout=10)
 
 
 @pytest.mark.req("STDIO-CANCEL-NO-FURTHER-MESSAGES", "CANCEL-NO-RESPONSE")
