@@ -217,13 +217,13 @@ def test_a_second_signal_ends_the_grace_period_at_once(spawn: Spawn) -> None:
 
 @pytest.mark.req("STDIO-EXIT-ON-EOF", "STDIO-EOF-DRAIN", "STDIO-BACKPRESSURE")
 def test_output_still_queued_at_eof_is_written_out_before_the_server_exits(spawn: Spawn) -> None:
-    server = spawn()
+    server = spawn(extra_env={"MCP_REF_LOG_LEVEL": "INFO"})
     # 100 kB: fills the 64 KiB pipe, and the rest waits in the transport's buffer.
     server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/100000"}))
     server.close_stdin()
-    # Give the server time to reach its shutdown with the response still unread (there is nothing
-    # to observe from here: the point is that the client is not reading yet).
-    time.sleep(0.3)
+    # The server reaches its shutdown with the response still unread: the client reads only now.
+    server.wait_for_stderr("shutting down: reading no more input")
+    server.wait_for_full_stdout()
     messages = server.read_until_eof()
     assert [len(m["result"]["contents"][0]["text"]) for m in messages] == [100000]
     server.assert_exit(0)

@@ -236,8 +236,7 @@ def test_cancel_acks_empty_stops_the_work_and_is_idempotent() -> None:
 @pytest.mark.req("TASKS-CANCEL-STOPS-WORK")
 def test_a_synchronous_handler_sees_ctx_cancelled_when_its_task_is_cancelled() -> None:
     with edges() as server:
-        task_id = call(server, "sync_wait")["taskId"]
-        time.sleep(0.1)
+        task_id = call(server, "sync_wait")["taskId"]  # a task once its handler runs (it asked to be one)
         result_of(request(server, "tasks/cancel", {"taskId": task_id}))
         deadline = time.monotonic() + 5
         while json.loads(call(server, "seen")["content"][0]["text"]) != ["cancelled"]:
@@ -441,8 +440,8 @@ def test_eof_cancels_running_tasks_and_exits_promptly() -> None:
         call(server, "slow_compute", {"seconds": 60})
         started = time.monotonic()
         server.close_stdin()
-        server.assert_exit(0)
-        assert time.monotonic() - started < 3
+        server.assert_exit(0, timeout=30)
+        assert time.monotonic() - started < 10  # not the task's 60 s
 
 
 def test_run_as_task_is_a_no_op_for_a_tool_without_task_support() -> None:
@@ -459,10 +458,9 @@ def test_a_cancelled_task_stays_cancelled_even_if_its_handler_swallows_the_cance
         server.send(modern_request(900, "subscriptions/listen", {"notifications": {}}, capabilities=TASKS))
         task_id = call(server, "cancel_then_ask", {}, FORM_AND_TASKS)["taskId"]
         result_of(request(server, "tasks/cancel", {"taskId": task_id}))
-        time.sleep(0.2)
+        server.wait_for_stderr("cancel_then_ask asks after its cancellation")  # its question comes too late
         assert get(server, task_id)["status"] == "cancelled"
-        result_of(update(server, task_id, {"keep": accept(v="yes")}))
-        time.sleep(0.2)
+        result_of(update(server, task_id, {"keep": accept(v="yes")}))  # handled before it is acknowledged
         assert get(server, task_id)["status"] == "cancelled"
 
 

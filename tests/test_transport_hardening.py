@@ -10,15 +10,12 @@ server should hold. Memory is measured from outside, in ``/proc/<pid>/status``.
 from __future__ import annotations
 
 import contextlib
-import fcntl
 import json
 import os
 import select
 import signal
 import socket
-import struct
 import subprocess
-import termios
 import time
 from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
@@ -119,8 +116,9 @@ def write_until_stalled(server: ServerProcess, chunks: Iterable[bytes], *, stall
             except BlockingIOError:
                 wait = min(stall, deadline - time.monotonic())
                 if not select.select([], [fd], [], max(wait, 0))[1]:
+                    # The server stops reading only at the end of a pump, once what it read is
+                    # parsed and handed on: memory can be measured now.
                     assert wait >= stall, f"the server was still taking input after {limit} s ({taken} bytes)"
-                    time.sleep(0.3)  # let it finish the work it took, so memory is measured after it
                     return taken
                 continue
             taken += written
@@ -146,27 +144,6 @@ def is_shutdown_error(message: dict[str, Any]) -> bool:
     return "error" in message and message["error"]["code"] == -32603 and "shutting down" in message["error"]["message"]
 
 
-def wait_for_stderr(server: ServerProcess, text: str, timeout: float = 5.0) -> float:
-    """Seconds until ``text`` appears on the server's stderr (fails after ``timeout``)."""
-    started = time.monotonic()
-    while text not in server.stderr_text():
-        if time.monotonic() - started > timeout:
-            raise AssertionError(f"{text!r} not on stderr after {timeout} s:\n{server.stderr_text()[-3000:]}")
-        time.sleep(0.02)
-    return time.monotonic() - started
-
-
-def wait_for_full_stdout(server: ServerProcess, timeout: float = 10.0) -> None:
-    """Until the server's stdout pipe is full, unread: what else it has written waits in its queue."""
-    assert server.proc is not None and server.proc.stdout is not None
-    fd = server.proc.stdout.fileno()
-    capacity = fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032))
-    deadline = time.monotonic() + timeout
-    while struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] < capacity:
-        assert time.monotonic() < deadline, f"stdout pipe still not full after {timeout} s:\n{server.stderr_text()[-3000:]}"
-        time.sleep(0.01)  # the poll interval: the condition is the pipe
-
-
 # --- shutdown and output --------------------------------------------------------------------------
 
 
@@ -176,16 +153,17 @@ def test_a_client_that_never_reads_stdout_cannot_hold_the_server_past_grace_plus
     server = spawn(shutdown_grace="0.2", flush_timeout="1")
     server.request(modern_request(0, "server/discover"))  # running, signal handlers installed
     server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/4000000"}))  # 60 times what the pipe holds
-    wait_for_full_stdout(server)  # answered, and stuck behind a client that does not read
+    server.wait_for_full_stdout()  # answered, and stuck behind a client that does not read
     started = time.monotonic()
     if how == "eof":
         server.close_stdin()
     else:
         server.signal(signal.SIGTERM)
     assert server.proc is not None
-    assert server.proc.wait(timeout=8) == 0  # not server.wait(): that would read stdout
+    assert server.proc.wait(timeout=15) == 0  # not server.wait(): that would read stdout
     elapsed = time.monotonic() - started
-    assert elapsed < 0.2 + 1 + 1.5, f"exit took {elapsed:.1f} s with a 0.2 s grace and a 1 s flush bound"
+    # 0.2 s of grace and 1 s of flushing, plus a loaded machine's slack; the defaults would be 10 s.
+    assert elapsed < 5, f"exit took {elapsed:.1f} s with a 0.2 s grace and a 1 s flush bound"
     assert "not taken by the client before the shutdown deadline" in server.stderr_text()
 
 
@@ -196,15 +174,15 @@ def test_a_second_signal_exits_at_once_even_when_stdout_is_not_read(spawn: Spawn
     server.send(long_call(2, "p"))
     server.read_until(is_progress("p"))  # running
     server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/4000000"}))
-    wait_for_full_stdout(server)
+    server.wait_for_full_stdout()
     server.signal(signal.SIGTERM)
-    wait_for_stderr(server, "shutting down: reading no more input; what was read gets 30.0 s to finish")
+    server.wait_for_stderr("shutting down: reading no more input; what was read gets 30.0 s to finish")
     assert server.returncode is None  # the first signal only starts a 30 s grace period (and 30 s more to flush)
     started = time.monotonic()
     server.signal(signal.SIGTERM)
     assert server.proc is not None
-    assert server.proc.wait(timeout=8) == 0
-    assert time.monotonic() - started < 2, "the second signal did not end the shutdown at once"
+    assert server.proc.wait(timeout=30) == 0
+    assert time.monotonic() - started < 10, "the second signal did not end the shutdown at once (30 s of grace were left)"
 
 
 @pytest.mark.req("STDIO-SHUTDOWN-ANSWERS-UNFINISHED", "STDIO-EOF-DRAIN", "STDIO-RESPONSES-BY-ID")
@@ -304,8 +282,8 @@ def test_a_client_that_closes_stdout_gets_its_running_work_cancelled_and_the_ser
     assert server.proc is not None and server.proc.stdout is not None
     server.proc.stdout.close()  # the client stops listening, but keeps stdin open
     started = time.monotonic()
-    assert server.proc.wait(timeout=8) == 0
-    assert time.monotonic() - started < 3, "the server went on working for a client that cannot hear it"
+    assert server.proc.wait(timeout=30) == 0
+    assert time.monotonic() - started < 10, "the server went on working for a client that cannot hear it (30 s of grace)"
     stderr = server.stderr_text()
     assert "slow 1: cancelled during step" in stderr
     assert stderr.count("stdout was closed by the client (EPIPE") == 1, stderr
@@ -317,7 +295,7 @@ def test_closing_stdout_on_answers_already_made_cuts_no_work_short_and_is_no_war
     # away (a shell's `| head -c 1000`): nothing was cut short, so the default level logs nothing.
     server = spawn()
     server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/3000000"}))
-    wait_for_full_stdout(server)
+    server.wait_for_full_stdout()
     assert server.proc is not None and server.proc.stdout is not None
     server.proc.stdout.close()
     assert server.proc.wait(timeout=10) == 0
@@ -355,9 +333,9 @@ def test_the_shutdown_warning_counts_only_requests_still_running(spawn: Spawn) -
     server = spawn(shutdown_grace="0.3")
     # In one write, so both start before answer 1 fills the pipe (then no new request would start).
     server.send_many([modern_request(1, "resources/read", {"uri": "memo://bytes/3000000"}), long_call(2)])
-    wait_for_full_stdout(server)  # answer 1 is made; its line waits for us, while 2 runs on
+    server.wait_for_full_stdout()  # answer 1 is made; its line waits for us, while 2 runs on
     server.close_stdin()
-    wait_for_stderr(server, "shutting down: 1 request(s) still running")  # the grace period ended, answer 1 still draining
+    server.wait_for_stderr("shutting down: 1 request(s) still running")  # the grace period ended, answer 1 still draining
     messages = server.read_until_eof(timeout=10)
     server.assert_exit(0)
     assert [m["id"] for m in messages if "result" in m] == [1]
@@ -487,7 +465,7 @@ def test_a_cancellation_is_honoured_at_once_with_more_than_1024_requests_in_flig
     # by being taken ahead (in its turn, it would wait for calls of 100 s to end).
     server.send_many(long_call(i) for i in range(1100))
     server.send(cancel(5, "the user gave up"))
-    wait_for_stderr(server, "slow 5: cancelled during step", timeout=10)
+    server.wait_for_stderr("slow 5: cancelled during step", timeout=10)
 
 
 @pytest.mark.req("STDIO-CANCEL-NO-FURTHER-MESSAGES", "CANCEL-NO-RESPONSE")
@@ -495,7 +473,7 @@ def test_a_progress_notification_queued_by_a_worker_thread_just_before_the_cance
     server = spawn()
     server.send(tool_call(1, "late_progress", {"delay": 0.5}, progress_token="lp"))
     server.read_until(is_progress("lp"))  # progress 1
-    wait_for_stderr(server, "late_progress 1: progress 2 decided")  # and on its way to the loop (0.5 s)
+    server.wait_for_stderr("late_progress 1: progress 2 decided")  # and on its way to the loop (0.5 s)
     server.send(cancel(1))
     server.expect_silence(1.0)  # neither progress 2 nor a response
     assert server.shutdown() == []
