@@ -162,7 +162,8 @@ def test_a_request_taken_ahead_carries_its_cost() -> None:
     assert taken.cost > 0
 
 
-async def test_may_overtake_admits_the_lane_until_it_is_full_and_cancellations_only_of_requests_in_flight() -> None:
+def gated_server() -> tuple[Server, asyncio.Event]:
+    """A server whose one tool, ``wait``, ends when the event is set."""
     server = Server("lane", "1.0")
     release = asyncio.Event()
 
@@ -171,6 +172,11 @@ async def test_may_overtake_admits_the_lane_until_it_is_full_and_cancellations_o
         await release.wait()
         return "done"
 
+    return server, release
+
+
+async def test_may_overtake_admits_the_lane_until_it_is_full_and_cancellations_only_of_requests_in_flight() -> None:
+    server, release = gated_server()
     async with serve(server) as client:
         dispatcher = client.dispatcher
         call_id = client.request("tools/call", {"name": "wait"})  # in flight once handled
@@ -193,14 +199,7 @@ async def test_may_overtake_admits_the_lane_until_it_is_full_and_cancellations_o
 
 
 async def test_lane_requests_take_no_concurrency_slot_and_are_counted_while_alive() -> None:
-    server = Server("lane", "1.0")
-    release = asyncio.Event()
-
-    @server.tool()
-    async def wait(ctx: RequestContext, args: dict[str, Any]) -> str:
-        await release.wait()
-        return "done"
-
+    server, release = gated_server()
     async with serve(server, max_concurrency=1) as client:
         first, second = client.request("tools/call", {"name": "wait"}), client.request("tools/call", {"name": "wait"})
         listing = client.request("tools/list")
