@@ -19,7 +19,7 @@ The transport feeds events from ``wire.WireReader`` to ``Dispatcher.handle``, sy
   still in flight is refused (-32600) and the first is unaffected. At most ``max_concurrency``
   handlers run at once; the rest wait their turn (the reader keeps reading, so a cancellation is
   never stuck behind busy handlers).
-* The **control lane** (``CONTROL_LANE``): requests that do no user work (``ping``,
+* The **control lane** (``mcp_ref.control``): requests that do no user work (``ping``,
   ``server/discover``, the list methods, ``tasks/*``, legacy ``initialize``) take no slot, so they
   never wait behind tool handlers; and ``may_overtake`` tells the transport which messages it
   may take out of input it holds back, ahead of the requests before them.
@@ -63,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 from . import discover, legacy, resources, subscriptions, tasks, tools
 from .caching import CACHEABLE_METHODS
 from .context import RequestContext
+from .control import CONTROL_LANE, CONTROL_LANE_LIMIT, OVERTAKING_NOTIFICATIONS, OVERTAKING_REQUESTS, cancelled_request, notification_problem
 from .errors import (
     TOO_MANY_DIGITS,
     InternalError,
@@ -93,7 +94,6 @@ from .wire import (
     encode_message,
     encode_message_parts,
     error_response,
-    is_valid_id,
     result_response,
 )
 
@@ -147,37 +147,6 @@ MODERN_METHODS: dict[str, tuple[Handler, str | None]] = {
     "tasks/cancel": (tasks.cancel_task, None),
 }
 
-# The control lane: requests that do no user work. They run none of the author's tool, prompt,
-# resource-read or completion code (resources/list calls the author's listers, which must be
-# quick), only the library's own bookkeeping, so they never wait for one of the max_concurrency
-# slots, which are for user work; and the transport takes them out of input it holds back
-# (Dispatcher.may_overtake), so a host's ping or discover is answered at once however many tool
-# calls wait. Their own number is bounded there (CONTROL_LANE_LIMIT).
-CONTROL_LANE = frozenset(
-    {
-        "ping",
-        "initialize",
-        "server/discover",
-        "tools/list",
-        "prompts/list",
-        "resources/list",
-        "resources/templates/list",
-        "tasks/get",
-        "tasks/update",
-        "tasks/cancel",
-    }
-)
-# What may overtake held input: the lane's requests but initialize (it decides how the requests
-# sent before it are served: the era, the negotiated version; so it keeps its place), and the two
-# notifications whose effect does not depend on their place (a cancellation names a request in
-# flight already; notifications/initialized is only recorded).
-OVERTAKING_REQUESTS = CONTROL_LANE - {"initialize"}
-OVERTAKING_NOTIFICATIONS = frozenset({CANCELLED, "notifications/initialized"})
-OVERTAKING = OVERTAKING_REQUESTS | OVERTAKING_NOTIFICATIONS
-# Requests of the control lane in flight at once, beyond which held input is not searched for
-# more (it is looked at again as they finish). Each is a small line (wire.AHEAD_MAX_BYTES).
-CONTROL_LANE_LIMIT = 64
-
 LEGACY_METHODS: dict[str, tuple[Handler, str | None]] = {
     "initialize": (legacy.initialize, None),
     "ping": (legacy.ping, None),
@@ -225,27 +194,6 @@ class LegacyRounds:
         self.state: Any = None  # the handler's state from its last InputRequired
         self.count = 0  # rounds of asking so far
         self.previous: RequestContext | None = None  # last round's context (its progress carries on)
-
-
-def notification_problem(method: str, params: dict[str, Any]) -> str | None:
-    """Why a notification the server acts on is malformed, or None: such a notification is ignored
-    and logged, never answered (basic/patterns/cancellation#error-handling: invalid cancellations
-    SHOULD be ignored). The others (roots/list_changed, progress, ...) are ignored anyway."""
-    if method not in (CANCELLED, "notifications/initialized"):
-        return None
-    if not isinstance(params.get("_meta", {}), dict):
-        return '"_meta" is not an object'
-    if method == CANCELLED:
-        if not is_valid_id(params.get("requestId")):
-            return '"requestId" is missing or not a string or integer'
-        if not isinstance(params.get("reason", ""), str):
-            return '"reason" is not a string'
-    return None
-
-
-def cancelled_request(params: dict[str, Any]) -> RequestId | None:
-    """The request a ``notifications/cancelled`` names, or None when the notification is malformed."""
-    return None if notification_problem(CANCELLED, params) else params["requestId"]
 
 
 def _key(request_id: Any) -> tuple[type, Any]:

@@ -21,7 +21,7 @@ The answer is what the parser would have read: the last ``id`` member wins (dupl
 are read last-wins, BASE-DUPLICATE-MEMBERS-LAST-WINS), escaped key spellings count
 (``"\\u0069d"`` is ``id``), and an id that is not a string or an integer (null, a fraction, a
 boolean, an object) is no id. A line whose top level is not one complete JSON object, and a client's
-response (``result`` or ``error`` without ``method``), give None: those are answered with
+response (``"jsonrpc": "2.0"``, ``result`` or ``error``, no ``method``), give None: those are answered with
 ``"id": null`` as before. Brackets are matched by depth, not by kind, and values are not checked
 for validity: for a line that is not valid JSON the scan may still name the id the client wrote,
 which is the best answer it can get.
@@ -96,7 +96,7 @@ def _patterns() -> _Patterns:
 
 # States, in the order a member goes through them.
 _OPEN, _KEY, _IN_KEY, _COLON, _VALUE, _IN_STRING, _IN_SCALAR, _NESTED, _AFTER_VALUE, _DONE, _FAILED = range(11)
-_QUOTE, _BACKSLASH, _COMMA, _COLON_BYTE, _OPEN_BRACE, _CLOSE_BRACE = b'"\\,:{}'
+_QUOTE, _COMMA, _COLON_BYTE, _OPEN_BRACE, _CLOSE_BRACE = b'",:{}'
 _OPENERS = b"[{"
 
 

@@ -33,10 +33,10 @@ Theory of operation
   included -- and no more than ``WRITE_HIGH_WATER`` bytes of output queued for a client that is
   not reading. Over budget, input is *held*: reading goes on until ``HELD_INPUT_BYTES`` wait
   unparsed, and then stops (the kernel pipe fills and the client blocks). Meanwhile the control
-  lane (``dispatcher.CONTROL_LANE``) is served through the held bytes (``_take_ahead``): every
+  lane (``mcp_ref.control``) is served through the held bytes (``_take_ahead``): every
   ``notifications/cancelled`` among them that names a request in flight, and every request that
   does no user work (``ping``, ``server/discover``, the list and ``tasks/*`` methods), is taken
-  out and handled at once, at most ``dispatcher.CONTROL_LANE_LIMIT`` requests at a time, none while
+  out and handled at once, at most ``control.CONTROL_LANE_LIMIT`` requests at a time, none while
   the client leaves its answers unread. So a cancellation never waits behind the backlog it
   wants to shrink, nor a host's health check behind tool calls.
 * **Writing.** ``_Output`` is the only writer of the protocol fd. ``write`` queues a whole line
@@ -78,7 +78,8 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import stderr
 from ._stdio_threads import ReaderThread, WriterThread
-from .dispatcher import OVERTAKING, Dispatcher, cancelled_request
+from .control import OVERTAKING_PATTERN, cancelled_request
+from .dispatcher import Dispatcher
 from .errors import InternalError
 from .wire import (
     CANCELLED,
@@ -89,7 +90,6 @@ from .wire import (
     Request,
     WireReader,
     error_response,
-    method_pattern,
 )
 
 if TYPE_CHECKING:
@@ -120,8 +120,6 @@ HELD_INPUT_BYTES = 4 * 1024 * 1024
 WRITE_HIGH_WATER = 1024 * 1024
 WRITE_LOW_WATER = 256 * 1024
 OPTIONAL_OUTPUT_LIMIT = 4 * 1024 * 1024
-# What the held input is searched for (the control lane, see Dispatcher.may_overtake).
-_OVERTAKING = method_pattern(OVERTAKING)
 # How often held input is looked at again while the budgets are full.
 HOLD_RETRY_SECONDS = 0.01
 # After shutdown, how long cancelled synchronous handlers get to notice and return.
@@ -662,7 +660,7 @@ class StdioSession:
         def wanted(event: Event) -> bool | None:
             return dispatcher.may_overtake(event, room_for_answers=room)
 
-        for event in self._reader.take_ahead(_OVERTAKING, wanted):
+        for event in self._reader.take_ahead(OVERTAKING_PATTERN, wanted):
             self._dispatch(event)
 
     def _next_event(self) -> Event | None:

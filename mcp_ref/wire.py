@@ -53,11 +53,15 @@ from __future__ import annotations
 
 import json
 import os
-import re
-from typing import Any, Callable, Iterable, Iterator, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Union
 
 from .content import encoded_base64
 from .errors import InternalError, InvalidRequest, ParseError, ProtocolError
+
+if TYPE_CHECKING:
+    from re import Pattern
+
+    from .idscan import IdScanner
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 
@@ -72,14 +76,10 @@ STRUCTURE_COST_BYTES = 64
 _COUNTED_FROM_BYTES = 4096
 _WORST_COST_PER_BYTE = 1 + -(-STRUCTURE_COST_BYTES // 3)
 
-# An oversized line is looked at for its id (idscan) in at most this many times the line limit
-# of its bytes; past that, its answer carries null.
-ID_SCAN_LINES = 4
-
+ID_SCAN_LINES = 4  # an oversized line's id is looked for (idscan) in this many line limits of it
 CANCELLED = "notifications/cancelled"
-
-# The longest line WireReader.take_ahead takes out of held input: the messages that may overtake
-# are small, and so is the parse of one (at most ~350 KiB, the worst case of estimated_cost).
+# The longest line WireReader.take_ahead takes out of held input: what may overtake is small, and
+# so is its parse (at most ~350 KiB, the worst case of estimated_cost).
 AHEAD_MAX_BYTES = 16 * 1024
 
 RequestId = Union[str, int]
@@ -135,9 +135,8 @@ class Notification(_Event):
 
 
 class MalformedNotification(_Event):
-    """A message shaped as a notification (a string ``method``, no ``id``) that is not a valid one:
-    ``problem`` says why. Like any notification it is never answered (it has no id to answer); the
-    server logs it and ignores it (basic/index#notifications, basic/patterns/cancellation#error-handling)."""
+    """A notification (a string ``method``, no ``id``) that is not a valid one, ``problem`` says why:
+    never answered, as it has no id to answer; logged and ignored (basic/index#notifications)."""
 
     __slots__ = _fields = ("method", "problem")
 
@@ -315,9 +314,10 @@ class WireReader:
         self._scan_from = 0  # there is no newline in _buffer[_start:_scan_from]
         self._peeked = 0  # lines starting before this were already searched for cancellations
         self._discarding = False  # inside an oversized line, dropping bytes up to its newline
-        # While discarding: the oversized line's id, looked for in the bytes as they are dropped.
-        self._id_scan: Any = None  # an idscan.IdScanner
-        self._id_scan_room = 0  # how many more of its bytes the scan may look at
+        # While discarding, the oversized line's id is looked for in the bytes as they are dropped,
+        # in at most _id_scan_room more of them.
+        self._id_scan: IdScanner | None = None
+        self._id_scan_room = 0
         self._eof = False
 
     def feed(self, data: bytes) -> None:
@@ -425,7 +425,9 @@ class WireReader:
         cost = estimated_cost(buffer, start, end)
         # A line of at most _COUNTED_FROM_BYTES is charged its worst case (under 100 KiB) and never refused.
         if self.max_parsed_bytes is not None and cost > self.max_parsed_bytes and end - start > _COUNTED_FROM_BYTES:
-            return self._too_costly(_request_id_of(buffer, start, end), cost)
+            from .idscan import request_id_of  # (only a refused line imports it)
+
+            return self._too_costly(request_id_of(buffer, start, end), cost)
         try:
             return parse_line(buffer[start:end], cost=cost)
         except MemoryError:
@@ -463,18 +465,16 @@ class WireReader:
             InvalidRequest(f"Invalid request: message exceeds the maximum line size of {self.max_line_bytes} bytes"),
         )
 
-    def take_ahead(self, methods: re.Pattern[bytes], wanted: Callable[[Event], bool | None]) -> list[Event]:
+    def take_ahead(self, methods: Pattern[bytes], wanted: Callable[[Event], bool | None]) -> list[Event]:
         """Messages waiting in complete, unconsumed lines that ``wanted`` accepts, in arrival
         order, taken out of the input so they are not read twice.
 
         For a transport that holds input back: a cancellation of a request already running, or a
-        request that does no work (a ``ping``), need not wait its turn. Only lines in which
-        ``methods`` (``method_pattern``) finds a method name are parsed (a fast search; each
-        complete line is searched once), and only lines of at most ``AHEAD_MAX_BYTES`` (and
-        within the line limit). One that ``wanted`` declines (False) stays where it is and is
-        read in order; when ``wanted`` says "not yet" (None), the search stops there and starts
-        again from that line next time. A spelling that hides the method name (``\\/``
-        escapes) is simply read in its turn.
+        request that does no work (a ``ping``), need not wait its turn. Only lines of at most
+        ``AHEAD_MAX_BYTES`` (and the line limit) in which ``methods`` (say ``control.OVERTAKING_PATTERN``) finds a
+        method name are parsed; each complete line is searched once. One that ``wanted`` declines
+        (False) is read in its turn; at "not yet" (None) the search stops, to resume from that
+        line next time. A method name hidden by ``\\/`` escapes is simply read in its turn.
         """
         buffer = self._buffer
         found: list[Event] = []
@@ -516,27 +516,17 @@ class WireReader:
             position = next_line
 
 
-def method_pattern(methods: Iterable[str]) -> re.Pattern[bytes]:
-    """What ``WireReader.take_ahead`` searches for: any of ``methods`` as a JSON string."""
-    names = sorted(methods, key=len, reverse=True)
-    return re.compile(b'"(?:' + b"|".join(re.escape(name.encode()) for name in names) + b')"')
-
-
 def _out_of_memory(buffer: bytes | bytearray, start: int, end: int) -> BadMessage:
     """Too big for this process right now: the line is consumed already, so the next one is read
     normally. Its id is looked for without a parse (``idscan``); null if even that fails."""
+    from .idscan import request_id_of  # (only a refused line imports it)
+
     try:
-        request_id = _request_id_of(buffer, start, end)
+        request_id = request_id_of(buffer, start, end)
     except MemoryError:
         request_id = None
     return BadMessage(request_id, InternalError("Internal error: the server ran out of memory reading this message"))
 
-
-def _request_id_of(buffer: bytes | bytearray, start: int, end: int) -> RequestId | None:
-    """``idscan.request_id_of``, imported when the first line is refused."""
-    from .idscan import request_id_of
-
-    return request_id_of(buffer, start, end)
 
 _WHITESPACE = b" \t\r"
 
