@@ -145,9 +145,9 @@ class Classified:
     kind: "request" (one answer with ``id``), "notification", "malformed-notification" (a string
     ``method`` and no ``id``, but a bad ``jsonrpc`` or non-object params: it has no id to answer),
     "client-response", "blank" (no answer), or "bad" (one error, ``code``, with ``id`` when usable
-    else null). ``too_deep``: the
-    line nests deeper than ``NESTING_LIMIT``, so the server may instead answer it as a parse
-    error (-32700, id null): RFC 8259 lets an implementation limit nesting depth.
+    else null). ``too_deep``: the line nests deeper than ``NESTING_LIMIT``, so the server may
+    instead answer it as a parse error (-32700, id null): RFC 8259 lets an implementation limit
+    nesting depth.
     """
 
     kind: str
