@@ -2,8 +2,9 @@
 stdio transport and server dispatcher, serving legacy (initialize-era) clients too.
 
 Reading order for a newcomer, following one message from stdin to stdout:
-``wire`` (framing, JSON-RPC) -> ``stdio`` (asyncio transport; ``stderr``: logs that never
-block) -> ``dispatcher`` (eras, routing, errors) -> ``meta`` / ``versions`` -> the feature
+``wire`` (framing, JSON-RPC; ``idscan``: the id of a line refused unparsed) -> ``stdio``
+(asyncio transport; ``stderr``: logs that never block) -> ``dispatcher`` (eras, routing, errors;
+``control``: the control lane) -> ``meta`` / ``versions`` -> the feature
 modules (``discover``, ``tools``, ``resources``, ``prompts``, ``completion``, ``pagination``,
 ``subscriptions`` + ``watch``, ``mrtr`` + ``requeststate``, ``sealing`` (the one HMAC, for
 request state and cursors), ``legacy`` + ``outgoing`` (server-to-client requests, for

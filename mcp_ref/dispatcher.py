@@ -11,12 +11,18 @@ The transport feeds events from ``wire.WireReader`` to ``Dispatcher.handle``, sy
   ``outgoing`` (the answer to a request we sent an initialize-era client; anything else is
   logged and dropped there). A **notification** is handled inline and never
   answered: ``notifications/cancelled`` cancels the named request, ``notifications/initialized``
-  completes the legacy handshake, anything else is ignored.
+  completes the legacy handshake, anything else is ignored. A malformed one (params not an
+  object, a ``requestId`` or ``reason`` of the wrong type: ``notification_problem``) is logged
+  and ignored: a notification has no id to answer.
 * A **request** becomes an asyncio task, so requests run concurrently and responses go out as
   soon as each is ready, correlated by id rather than by order. A second request reusing an id
   still in flight is refused (-32600) and the first is unaffected. At most ``max_concurrency``
   handlers run at once; the rest wait their turn (the reader keeps reading, so a cancellation is
   never stuck behind busy handlers).
+* The **control lane** (``mcp_ref.control``): requests that do no user work (``ping``,
+  ``server/discover``, the list methods, ``tasks/*``, legacy ``initialize``) take no slot, so they
+  never wait behind tool handlers; and ``may_overtake`` tells the transport which messages it
+  may take out of input it holds back, ahead of the requests before them.
 
 Each request then goes through a few named steps, top to bottom in this file:
 
@@ -57,6 +63,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable, Protocol
 from . import discover, legacy, resources, subscriptions, tasks, tools
 from .caching import CACHEABLE_METHODS
 from .context import RequestContext
+from .control import CONTROL_LANE, CONTROL_LANE_LIMIT, OVERTAKING_NOTIFICATIONS, OVERTAKING_REQUESTS, cancelled_request, notification_problem
 from .errors import (
     TOO_MANY_DIGITS,
     InternalError,
@@ -76,7 +83,20 @@ from .mrtr import MRTR_METHODS, InputRequired, check_client_can_answer, check_in
 from .outgoing import ClientRequestFailed, Outgoing, legacy_wire_request, unsupported_by_version
 from .outputbudget import DEFAULT_MAX_RESERVED_OUTPUT_BYTES, OutputBudget
 from .versions import MODERN_VERSIONS
-from .wire import BadMessage, ClientResponse, Event, Notification, Request, encode_message, encode_message_parts, error_response, is_valid_id, result_response
+from .wire import (
+    CANCELLED,
+    BadMessage,
+    ClientResponse,
+    Event,
+    MalformedNotification,
+    Notification,
+    Request,
+    RequestId,
+    encode_message,
+    encode_message_parts,
+    error_response,
+    result_response,
+)
 
 if TYPE_CHECKING:
     from .server import Server
@@ -218,6 +238,7 @@ class Dispatcher:
         # Estimated bytes of the requests whose tasks are alive (subscriptions included): the
         # transport starts no new request while this is over its budget.
         self.in_flight_cost = 0
+        self.control_in_flight = 0  # requests of the control lane whose tasks are alive
         self._loop = asyncio.get_running_loop()
         self._loop_thread = threading.get_ident()
         self.idle = asyncio.Event()
@@ -277,9 +298,29 @@ class Dispatcher:
         # Requests waiting for the client's own answer are not work the client is waiting for us to do.
         return len(self._in_flight) + len(self._draining) - len(self.server.subscriptions) - self.outgoing.waiting
 
+    @property
+    def running(self) -> int:
+        """Requests not answered yet, subscriptions excluded: the work a lost client would cut short
+        (``backlog`` counts answered ones whose lines still wait for room in the pipe too)."""
+        return len(self._in_flight) - len(self.server.subscriptions) - self.outgoing.waiting
+
     def is_in_flight(self, request_id: Any) -> bool:
         """Is a request with this id running (not answered, not cancelled)?"""
         return _key(request_id) in self._in_flight
+
+    def may_overtake(self, event: Event, *, room_for_answers: bool = True) -> bool | None:
+        """May this message, found in input the transport holds back while the requests before it
+        wait, be handled now, ahead of them (``OVERTAKING``)? True: yes. False: no, it keeps its
+        place. None: not yet (the control lane is full, or the client is not reading its answers:
+        ``room_for_answers`` is false): look again later."""
+        if isinstance(event, Notification):
+            if event.method == CANCELLED:
+                target = cancelled_request(event.params)
+                return target is not None and self.is_in_flight(target)
+            return event.method in OVERTAKING_NOTIFICATIONS
+        if isinstance(event, Request) and event.method in OVERTAKING_REQUESTS:
+            return True if room_for_answers and self.control_in_flight < CONTROL_LANE_LIMIT else None
+        return False
 
     def handle(self, event: Event) -> None:
         """Act on one event from the wire reader. Never raises, never blocks."""
@@ -292,6 +333,8 @@ class Dispatcher:
             self.send(error_response(event.id, event.error))
         elif isinstance(event, ClientResponse):
             self.outgoing.receive(event.id, event.message)
+        elif isinstance(event, MalformedNotification):
+            log.warning("ignoring a malformed notification %s: %s", clip(event.method), event.problem)
 
     def _start(self, request: Request) -> None:
         key = _key(request.id)
@@ -301,6 +344,8 @@ class Dispatcher:
         task = self._loop.create_task(self._serve(request))
         entry = InFlight(task, request.method, cost=request.cost)
         self.in_flight_cost += entry.cost
+        if request.method in CONTROL_LANE:
+            self.control_in_flight += 1
         self._in_flight[key] = entry
         self.idle.clear()
         task.add_done_callback(lambda _: self._finished(key, entry))
@@ -319,6 +364,8 @@ class Dispatcher:
         entry.context = None
         self.in_flight_cost -= entry.cost
         self._release_output(entry, at_once=True)  # cancelled or unanswered: nothing will leave
+        if entry.method in CONTROL_LANE:
+            self.control_in_flight -= 1
         if self._in_flight.get(key) is entry:  # the id may belong to a newer request by now
             del self._in_flight[key]
         self._draining.discard(entry.task)
@@ -327,17 +374,17 @@ class Dispatcher:
 
     def _notified(self, notification: Notification) -> None:
         method, params = notification.method, notification.params
-        if method == "notifications/cancelled":
-            self._cancel(params.get("requestId"), params.get("reason"))
+        problem = notification_problem(method, params)
+        if problem is not None:
+            log.warning("ignoring a malformed notification %s: %s", method, problem)
+        elif method == CANCELLED:
+            self._cancel(params["requestId"], params.get("reason"))
         elif method == "notifications/initialized":
             self.server.legacy.initialized = True
         else:
             log.debug("ignoring notification %s", clip(method))
 
-    def _cancel(self, request_id: Any, reason: Any) -> None:
-        if not is_valid_id(request_id):
-            log.debug("ignoring a malformed notifications/cancelled")
-            return
+    def _cancel(self, request_id: RequestId, reason: str | None) -> None:
         entry = self._in_flight.get(_key(request_id))
         if entry is None:
             log.debug("cancellation of unknown or finished request %r ignored", request_id)
@@ -528,8 +575,9 @@ class Dispatcher:
             if limit is not None:
                 await limit.acquire()  # paced before it takes a slot
             tool = self._task_capable_tool(request, context, modern)
-            if request.method == "subscriptions/listen":
-                # Open for as long as the subscription lives: never holds a concurrency slot.
+            if request.method == "subscriptions/listen" or request.method in CONTROL_LANE:
+                # A subscription is open for as long as it lives; the control lane does no user
+                # work: neither holds (nor waits for) a concurrency slot.
                 result = await handler(self.server, context, request.params)
             elif tool is not None and self.server.tasks.reserve():
                 result = await self._call_maybe_as_task(handler, request, context)

@@ -32,9 +32,13 @@ Theory of operation
   ``max_in_flight_bytes`` of (estimated, parsed) requests in flight -- open subscriptions
   included -- and no more than ``WRITE_HIGH_WATER`` bytes of output queued for a client that is
   not reading. Over budget, input is *held*: reading goes on until ``HELD_INPUT_BYTES`` wait
-  unparsed, and then stops (the kernel pipe fills and the client blocks). Meanwhile every
-  ``notifications/cancelled`` among the held bytes that names a request in flight is taken out
-  and honoured at once, so a cancellation never waits behind the backlog it wants to shrink.
+  unparsed, and then stops (the kernel pipe fills and the client blocks). Meanwhile the control
+  lane (``mcp_ref.control``) is served through the held bytes (``_take_ahead``): every
+  ``notifications/cancelled`` among them that names a request in flight, and every request that
+  does no user work (``ping``, ``server/discover``, the list and ``tasks/*`` methods), is taken
+  out and handled at once, at most ``control.CONTROL_LANE_LIMIT`` requests at a time, none while
+  the client leaves its answers unread. So a cancellation never waits behind the backlog it
+  wants to shrink, nor a host's health check behind tool calls.
 * **Writing.** ``_Output`` is the only writer of the protocol fd. ``write`` queues a whole line
   (the loop is single-threaded, so lines never interleave) and the queue goes out in one
   ``writev`` at the end of the loop iteration, or when the pipe has room again. ``drain`` waits
@@ -74,6 +78,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import stderr
 from ._stdio_threads import ReaderThread, WriterThread
+from .control import OVERTAKING_PATTERN, cancelled_request
 from .dispatcher import Dispatcher
 from .errors import InternalError
 from .outputbudget import DEFAULT_MAX_RESERVED_OUTPUT_BYTES
@@ -86,7 +91,6 @@ from .wire import (
     Request,
     WireReader,
     error_response,
-    is_valid_id,
 )
 
 if TYPE_CHECKING:
@@ -659,15 +663,13 @@ class StdioSession:
 
     def _pump(self) -> None:
         """Hand complete input to the dispatcher while the budgets allow; else hold it as bytes,
-        honouring the cancellations among it, and look again shortly."""
+        taking the control lane's messages out of it (``_take_ahead``), and look again shortly."""
         if self._dispatcher is None:
             return
-        reader = self._reader
         while self._accepting:
             if self._over_budget():
                 self._holding = True
-                for cancellation in reader.take_cancellations(self._dispatcher.is_in_flight):
-                    self._dispatch(cancellation)
+                self._take_ahead()
                 self._retry_soon()
                 break
             self._holding = False
@@ -676,6 +678,20 @@ class StdioSession:
                 break
             self._dispatch(event)
         self._update_reading()
+
+    def _take_ahead(self) -> None:
+        """The control lane through held input: the cancellations, pings, discovers, list and
+        tasks requests waiting there that the dispatcher lets overtake (``Dispatcher.may_overtake``)
+        are handled now, not after the tool calls before them."""
+        dispatcher = self._dispatcher
+        assert dispatcher is not None
+        room = not self._output.congested  # a client that does not read gets no more answers
+
+        def wanted(event: Event) -> bool | None:
+            return dispatcher.may_overtake(event, room_for_answers=room)
+
+        for event in self._reader.take_ahead(OVERTAKING_PATTERN, wanted):
+            self._dispatch(event)
 
     def _next_event(self) -> Event | None:
         try:
@@ -727,13 +743,14 @@ class StdioSession:
         if self._dispatcher is None or self.hard_stopped:
             return
         # Nothing lost (a shell's `| head -1` that read what it wanted) is routine: INFO. Work
-        # cancelled because its answer cannot be delivered is worth a WARNING.
-        backlog = self._dispatcher.backlog
+        # cancelled because its answer cannot be delivered is worth a WARNING; answers already
+        # made and left unread (the client chose to stop reading) are not work lost.
+        running = self._dispatcher.running
         log.log(
-            logging.WARNING if backlog else logging.INFO,
+            logging.WARNING if running else logging.INFO,
             "stdout was closed by the client (%s): cancelling %d request(s) in flight, reading no more input, and exiting",
             _describe(exc),
-            backlog,
+            running,
         )
         self._read_more = False
         self._update_reading()
@@ -765,7 +782,9 @@ class StdioSession:
     async def _shut_down(self) -> None:
         loop, dispatcher = self._loop, self._dispatcher
         assert loop is not None and dispatcher is not None
-        grace_ends = loop.time() + (0.0 if self.hard_stopped else self._grace)
+        grace = 0.0 if self.hard_stopped else self._grace
+        grace_ends = loop.time() + grace
+        log.info("shutting down: reading no more input; what was read gets %.1f s to finish", grace)
         self._output.set_deadline(grace_ends + self._flush_timeout)
         self._read_more = False
         self._update_reading()
@@ -799,7 +818,7 @@ class StdioSession:
         while (event := self._next_event()) is not None:
             if isinstance(event, Request):
                 refused.setdefault((type(event.id), event.id), [event.id, 0])[1] += 1
-            elif isinstance(event, Notification) and event.method == CANCELLED and is_valid_id(target := event.params.get("requestId")):
+            elif isinstance(event, Notification) and event.method == CANCELLED and (target := cancelled_request(event.params)) is not None:
                 waiting = refused.get((type(target), target))
                 if waiting is not None and waiting[1]:
                     waiting[1] -= 1  # the client cancelled a request it sent: no answer

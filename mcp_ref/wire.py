@@ -15,20 +15,25 @@ blocks, so the whole framing layer is testable with byte strings.
   a parse error (-32700), never silently replaced.
 * Classification. A JSON object with ``method`` is a request (it has an ``id``) or a notification
   (it has none); one with ``result``/``error`` and no ``method`` is a response the client should
-  not have sent. Anything else -- arrays (JSON-RPC batches), scalars, a bad ``jsonrpc`` member,
-  an ``id`` that is null or not a string/integer, a non-string method, non-object params -- is an
-  invalid request (-32600). Its error echoes the id when the id itself is usable, else null.
+  not have sent. A notification with a bad ``jsonrpc`` member or non-object params is a
+  ``MalformedNotification``: it has no id to answer, so it is only logged. Anything else -- arrays
+  (JSON-RPC batches), scalars, a bad ``jsonrpc`` member, an ``id`` that is null or not a
+  string/integer, a non-string method, non-object params -- is an invalid request (-32600). Its
+  error echoes the id when the id itself is usable, else null.
 * Limits. A line whose message (not counting the ``\\r`` of a CRLF ending) is longer than
   ``max_line_bytes`` is a denial-of-service guard: the reader stops buffering, discards input up
-  to the next newline and reports one ``BadMessage`` (-32600). Memory stays bounded by the
+  to the next newline and then reports one ``BadMessage`` (-32600). Memory stays bounded by the
   limit, whatever the peer sends. With ``max_parsed_bytes``, a line whose parsed form is
   estimated above it (``estimated_cost``: a line of ``[],[],...`` grows ~27 times when parsed)
-  is refused the same way, before it is parsed.
+  is refused the same way, before it is parsed. A refusal still carries the request's id:
+  ``idscan`` finds it without a parse, in O(1) memory, from the bytes as they are discarded
+  (at most ``ID_SCAN_LINES`` times the limit of them).
 * Pulling, not pushing. Bytes that were fed stay raw until an event is asked for, so the
   transport decides how much input becomes parsed (and costly) structure: it stops asking while
   too much is in flight, and the rest waits as bytes. ``estimated_cost`` says what a line will
-  cost once parsed (``Request.cost``); ``take_cancellations`` fishes ``notifications/cancelled``
-  out of the waiting bytes, so a cancellation never waits behind the input it wants to stop.
+  cost once parsed (``Request.cost``); ``take_ahead`` fishes the messages the transport lets
+  overtake (cancellations, the dispatcher's control lane) out of the waiting bytes, so a
+  cancellation never waits behind the input it wants to stop, nor a ``ping`` behind tool calls.
 * Exactly once. A line is marked consumed *before* it is parsed, so an exception while parsing
   (even ``MemoryError``), or a consumer that stops iterating ``events()`` half-way, can never
   make the same line an event twice. ``MemoryError`` while parsing becomes a -32603 for that
@@ -48,10 +53,15 @@ from __future__ import annotations
 
 import json
 import os
-from typing import Any, Callable, Iterator, Union
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Union
 
 from .content import encoded_base64
 from .errors import InternalError, InvalidRequest, ParseError, ProtocolError
+
+if TYPE_CHECKING:
+    from re import Pattern
+
+    from .idscan import IdScanner
 
 DEFAULT_MAX_LINE_BYTES = 16 * 1024 * 1024
 
@@ -66,8 +76,11 @@ STRUCTURE_COST_BYTES = 64
 _COUNTED_FROM_BYTES = 4096
 _WORST_COST_PER_BYTE = 1 + -(-STRUCTURE_COST_BYTES // 3)
 
+ID_SCAN_LINES = 4  # an oversized line's id is looked for (idscan) in this many line limits of it
 CANCELLED = "notifications/cancelled"
-_CANCELLED_BYTES = CANCELLED.encode()
+# The longest line WireReader.take_ahead takes out of held input: what may overtake is small, and
+# so is its parse (at most ~350 KiB, the worst case of estimated_cost).
+AHEAD_MAX_BYTES = 16 * 1024
 
 RequestId = Union[str, int]
 
@@ -121,6 +134,17 @@ class Notification(_Event):
         self.params = params
 
 
+class MalformedNotification(_Event):
+    """A notification (a string ``method``, no ``id``) that is not a valid one, ``problem`` says why:
+    never answered, as it has no id to answer; logged and ignored (basic/index#notifications)."""
+
+    __slots__ = _fields = ("method", "problem")
+
+    def __init__(self, method: str, problem: str) -> None:
+        self.method = method
+        self.problem = problem
+
+
 class ClientResponse(_Event):
     """A JSON-RPC response written by the client. Clients must not send these on stdio; we log and drop them."""
 
@@ -141,7 +165,7 @@ class BadMessage(_Event):
         self.error = error
 
 
-Event = Union[Request, Notification, ClientResponse, BadMessage]
+Event = Union[Request, Notification, MalformedNotification, ClientResponse, BadMessage]
 
 
 def _reject_constant(name: str) -> Any:
@@ -248,6 +272,8 @@ def classify(message: Any, *, cost: int = 0) -> Event:
     raw_id = message.get("id")
     usable_id = raw_id if has_id and is_valid_id(raw_id) else None
     if message.get("jsonrpc") != "2.0":
+        if not has_id and isinstance(message.get("method"), str):
+            return MalformedNotification(message["method"], '"jsonrpc" must be "2.0"')
         return BadMessage(usable_id, InvalidRequest('Invalid request: "jsonrpc" must be "2.0"'))
     if "method" not in message:
         if ("result" in message) != ("error" in message) and has_id:
@@ -259,6 +285,8 @@ def classify(message: Any, *, cost: int = 0) -> Event:
     params = message.get("params", {})
     if params is None or not isinstance(params, dict):
         # MCP params are always by-name: an object or absent.
+        if not has_id:
+            return MalformedNotification(method, '"params" must be an object')
         return BadMessage(usable_id, InvalidRequest('Invalid request: "params" must be an object'))
     if not has_id:
         return Notification(method, params)
@@ -286,8 +314,11 @@ class WireReader:
         self._scan_from = 0  # there is no newline in _buffer[_start:_scan_from]
         self._peeked = 0  # lines starting before this were already searched for cancellations
         self._discarding = False  # inside an oversized line, dropping bytes up to its newline
+        # While discarding, the oversized line's id is looked for in the bytes as they are dropped,
+        # in at most _id_scan_room more of them.
+        self._id_scan: IdScanner | None = None
+        self._id_scan_room = 0
         self._eof = False
-        self._oversized_lines = 0
 
     def feed(self, data: bytes) -> None:
         """Add bytes read from the peer."""
@@ -336,14 +367,16 @@ class WireReader:
             if newline < 0:
                 return self._incomplete()
             self._start = newline + 1  # consumed before it is parsed: never read twice
-            if self._discarding:  # the end of an oversized line already reported
+            if self._discarding:  # the end of an oversized line: now it is answered
                 self._discarding = False
-                continue
+                self._scan_dropped(buffer, start, newline)
+                return self._oversized()
             end = newline
             if end > start and buffer[end - 1] == 0x0D:
                 end -= 1  # the CR of CRLF: not part of the message, nor of the size limit
             size = end - start
             if size > self.max_line_bytes:
+                self._start_id_scan(buffer, start, newline)  # as if it had streamed in: the CR counts
                 return self._oversized()
             if not _is_blank(buffer, start, end):
                 if size > _COUNTED_FROM_BYTES:
@@ -351,23 +384,30 @@ class WireReader:
                 try:  # (_parse for a small line, inlined: this is the per-message path)
                     return parse_line(buffer[start:end], cost=size * _WORST_COST_PER_BYTE)
                 except MemoryError:
-                    return _OUT_OF_MEMORY
+                    return _out_of_memory(buffer, start, end)
 
     def _incomplete(self) -> Event | None:
         """No newline after ``_start``: police the partial line, or deliver it at EOF."""
         buffer = self._buffer
         pending = len(buffer) - self._start
         if self._discarding:
+            self._scan_dropped(buffer, self._start, len(buffer))
             self._reset()
-            if self._eof:
+            if self._eof:  # the oversized line ends with the input
                 self._discarding = False
+                return self._oversized()
             return None
         # A trailing CR may be the first half of a CRLF: it does not count toward the limit.
         message_bytes = pending - 1 if pending and buffer[-1] == 0x0D else pending
         if message_bytes > self.max_line_bytes:
+            # Too long to hold: its bytes are dropped as they come, and looked at only for its id;
+            # it is answered when it ends (at its newline), so that the answer can carry that id.
+            self._start_id_scan(buffer, self._start, len(buffer))
             self._reset()
-            self._discarding = not self._eof
-            return self._oversized()
+            if self._eof:
+                return self._oversized()
+            self._discarding = True
+            return None
         if self._eof and pending:
             line = bytes(buffer[self._start :]).rstrip(b"\r")
             self._reset()
@@ -385,37 +425,59 @@ class WireReader:
         cost = estimated_cost(buffer, start, end)
         # A line of at most _COUNTED_FROM_BYTES is charged its worst case (under 100 KiB) and never refused.
         if self.max_parsed_bytes is not None and cost > self.max_parsed_bytes and end - start > _COUNTED_FROM_BYTES:
-            return self._too_costly(cost)
+            from .idscan import request_id_of  # (only a refused line imports it)
+
+            return self._too_costly(request_id_of(buffer, start, end), cost)
         try:
             return parse_line(buffer[start:end], cost=cost)
         except MemoryError:
-            return _OUT_OF_MEMORY
+            return _out_of_memory(buffer, start, end)
 
-    def _too_costly(self, cost: int) -> BadMessage:
+    def _too_costly(self, request_id: RequestId | None, cost: int) -> BadMessage:
         mib = 1024 * 1024
-        return BadMessage(None, InvalidRequest(
+        return BadMessage(request_id, InvalidRequest(
             f"Invalid request: the message would take about {-(-cost // mib)} MiB once parsed, more than the "
             f"{self.max_parsed_bytes // mib} MiB one request may hold (it has too many arrays, objects or values)"))
 
+    def _start_id_scan(self, buffer: bytes | bytearray, start: int, end: int) -> None:
+        from .idscan import IdScanner  # only a refused line needs it
+
+        self._id_scan = IdScanner()
+        self._id_scan_room = ID_SCAN_LINES * self.max_line_bytes
+        self._scan_dropped(buffer, start, end)
+
+    def _scan_dropped(self, buffer: bytes | bytearray, start: int, end: int) -> None:
+        """The next bytes of the oversized line, looked at for its id before they are dropped."""
+        scan = self._id_scan
+        if scan is None:
+            return
+        if end - start > self._id_scan_room:
+            self._id_scan = None  # longer than the scan goes: its id stays unknown
+            return
+        self._id_scan_room -= end - start
+        scan.feed(buffer, start, end)
+
     def _oversized(self) -> BadMessage:
-        self._oversized_lines += 1
+        """The answer to the oversized line that just ended, with its id if the scan found one."""
+        scan, self._id_scan = self._id_scan, None
         return BadMessage(
-            None,
+            scan.result() if scan is not None else None,
             InvalidRequest(f"Invalid request: message exceeds the maximum line size of {self.max_line_bytes} bytes"),
         )
 
-    def take_cancellations(self, wanted: Callable[[RequestId], bool]) -> list[Notification]:
-        """``notifications/cancelled`` waiting in complete, unconsumed lines whose ``requestId``
-        ``wanted`` accepts, in arrival order, taken out of the input so they are not read twice.
+    def take_ahead(self, methods: Pattern[bytes], wanted: Callable[[Event], bool | None]) -> list[Event]:
+        """Messages waiting in complete, unconsumed lines that ``wanted`` accepts, in arrival
+        order, taken out of the input so they are not read twice.
 
-        For a transport that holds input back: a cancellation of a request already running need
-        not wait its turn. One that ``wanted`` declines (its request is still among the waiting
-        lines, say) stays where it is and is read in order. Each complete line is searched once
-        (a fast byte search; only lines naming the method are parsed). A spelling that hides the
-        method name (``\\/`` escapes) is simply read in its turn.
+        For a transport that holds input back: a cancellation of a request already running, or a
+        request that does no work (a ``ping``), need not wait its turn. Only lines of at most
+        ``AHEAD_MAX_BYTES`` (and the line limit) in which ``methods`` (say ``control.OVERTAKING_PATTERN``) finds a
+        method name are parsed; each complete line is searched once. One that ``wanted`` declines
+        (False) is read in its turn; at "not yet" (None) the search stops, to resume from that
+        line next time. A method name hidden by ``\\/`` escapes is simply read in its turn.
         """
         buffer = self._buffer
-        found: list[Notification] = []
+        found: list[Event] = []
         position = max(self._start, self._peeked)
         if self._discarding and position == self._start:
             # The first line is the tail of an oversized line: never a message.
@@ -424,35 +486,47 @@ class WireReader:
                 return found
             position = newline + 1
         while True:
-            hit = buffer.find(_CANCELLED_BYTES, position)
-            if hit < 0:
+            hit = methods.search(buffer, position)
+            if hit is None:
                 last_newline = buffer.rfind(b"\n", position)
                 self._peeked = last_newline + 1 if last_newline >= 0 else position
                 return found
-            line_start = buffer.rfind(b"\n", position, hit) + 1 or position
-            line_end = buffer.find(b"\n", hit)
+            line_start = buffer.rfind(b"\n", position, hit.start()) + 1 or position
+            line_end = buffer.find(b"\n", hit.start())
             if line_end < 0:
                 self._peeked = line_start  # searched again once the line is complete
                 return found
-            position = line_end + 1
+            next_line = line_end + 1
             end = line_end - 1 if buffer[line_end - 1] == 0x0D else line_end
-            if end - line_start > self.max_line_bytes:
+            if end - line_start > min(AHEAD_MAX_BYTES, self.max_line_bytes):
+                position = next_line
                 continue
             try:
-                event = parse_line(buffer[line_start:end])
+                event = parse_line(buffer[line_start:end], cost=estimated_cost(buffer, line_start, end))
             except MemoryError:
+                position = next_line
                 continue
-            if not (isinstance(event, Notification) and event.method == CANCELLED):
-                continue
-            request_id = event.params.get("requestId")
-            if is_valid_id(request_id) and wanted(request_id):
+            verdict = wanted(event)
+            if verdict is None:
+                self._peeked = line_start
+                return found
+            if verdict:
                 buffer[line_start:line_end] = b" " * (line_end - line_start)  # a blank line: skipped
                 found.append(event)
+            position = next_line
 
 
-# Too big for this process right now: the line is consumed already, so the next one is read
-# normally. Its id could not be read, so the error carries null.
-_OUT_OF_MEMORY = BadMessage(None, InternalError("Internal error: the server ran out of memory reading this message"))
+def _out_of_memory(buffer: bytes | bytearray, start: int, end: int) -> BadMessage:
+    """Too big for this process right now: the line is consumed already, so the next one is read
+    normally. Its id is looked for without a parse (``idscan``); null if even that fails."""
+    from .idscan import request_id_of  # (only a refused line imports it)
+
+    try:
+        request_id = request_id_of(buffer, start, end)
+    except MemoryError:
+        request_id = None
+    return BadMessage(request_id, InternalError("Internal error: the server ran out of memory reading this message"))
+
 
 _WHITESPACE = b" \t\r"
 

@@ -256,6 +256,11 @@ class MemoryClient:
         self._raise_if_invalid(message)
         return message
 
+    async def started(self, request_id: Any, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Until the request's handler runs (its task has built the context and gone on to the
+        handler, up to the handler's first ``await``)."""
+        await until(lambda: getattr(self.dispatcher._in_flight.get(request_key(request_id)), "context", None) is not None, timeout)
+
     async def call(self, method: str, params: dict[str, Any] | None = None, *, meta: Any = None, timeout: float = DEFAULT_TIMEOUT) -> dict[str, Any]:
         """Send a request and return its whole response message."""
         return await self.response(self.request(method, params, meta=meta), timeout)
@@ -283,6 +288,15 @@ class MemoryClient:
         await self.dispatcher.shutdown(grace_seconds)
         self.server.close()
         self.collect()
+
+
+async def until(condition: Any, timeout: float = DEFAULT_TIMEOUT) -> None:
+    """Let the loop run until ``condition()`` holds (at most ``timeout`` s): for a state of the
+    dispatcher, the server or a handler that no message shows."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not condition():
+        assert asyncio.get_running_loop().time() < deadline, f"condition not met within {timeout} s"
+        await asyncio.sleep(0.001)  # the poll interval (a worker thread may need the GIL): the condition is the state
 
 
 @contextlib.asynccontextmanager

@@ -23,7 +23,7 @@ from mcp_ref.pagination import CURSOR_ECHO_CHARS, decode_cursor, encode_cursor
 from mcp_ref.requeststate import StateSealer
 from mcp_ref.resources import MAX_URI_LENGTH
 from mcp_ref.sealing import Signer, b64url_decode, b64url_encode
-from tests.memory import OMIT, serve
+from tests.memory import OMIT, serve, until
 from tests.wire import ServerProcess, cancel, error_of, modern_request, result_of, tool_call
 
 KEY = b"k" * 32
@@ -542,13 +542,6 @@ async def open_stream(client: Any, listen_id: str, **wanted: Any) -> None:
     await client.wait_for(acked(listen_id))
 
 
-async def until(condition: Any, timeout: float = 2.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        assert time.monotonic() < deadline, "condition not reached"
-        await asyncio.sleep(0.001)
-
-
 @pytest.mark.req("SUB-WATCH-HOOK-SET", "SUB-WATCH-HOOK-WHEN")
 async def test_opening_a_stream_calls_the_watch_hook_after_the_acknowledgement_with_its_uris_and_lists():
     server, seen = listening_server()
@@ -716,7 +709,7 @@ async def test_an_async_hook_still_running_at_shutdown_is_cancelled_after_the_st
     started = time.monotonic()
     async with serve(server) as client:
         await open_stream(client, "s1", toolsListChanged=True)
-    assert cancelled.is_set() and time.monotonic() - started < 1.5
+    assert cancelled.is_set() and time.monotonic() - started < 10  # 0.05 s of stop timeout, not the hook's hour
 
 
 @pytest.mark.req("SUB-WATCH-HOOK-ISOLATED")

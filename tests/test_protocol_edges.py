@@ -37,7 +37,7 @@ from mcp_ref.errors import ECHO_CHARS
 from mcp_ref.pagination import CURSOR_ECHO_CHARS
 from mcp_ref.uritemplate import UriTemplate
 from mcp_ref.versions import LEGACY_VERSIONS, MODERN_VERSION
-from tests.memory import OMIT, modern_meta, serve
+from tests.memory import OMIT, modern_meta, serve, until
 from tests.servers.edges_server import build_server
 from tests.wire import (
     REPO_ROOT,
@@ -251,7 +251,7 @@ def test_system_exit_and_friends_end_only_their_request_and_the_server_keeps_ser
 async def test_the_clients_own_cancellation_still_silences_a_request():
     async with serve(build_server()) as client:
         request_id = client.request("tools/call", {"name": "slow", "arguments": {"seconds": 5}})
-        await asyncio.sleep(0.05)
+        await client.started(request_id)  # cancelled inside its handler
         client.cancel(request_id)
         await client.settle()
     assert client.responses(request_id) == []
@@ -287,11 +287,10 @@ async def test_a_cancelled_listen_id_may_open_a_new_stream_at_once():
         await client.wait_for(lambda m: m.get("method") == "notifications/subscriptions/acknowledged")
         client.feed(_write(cancel("s"), listen))
         await client.wait_for(lambda m: len([n for n in client.notifications("notifications/subscriptions/acknowledged")]) == 2)
-        await asyncio.sleep(0.05)
-        assert len(server.subscriptions) == 1  # the old stream's teardown left the new one alone
-        server.notify_list_changed("tools")
-        await client.wait_for(lambda m: m.get("method") == "notifications/tools/list_changed")
-        await asyncio.sleep(0.05)
+        await until(lambda: client.dispatcher.backlog == 0)  # the old stream's task has ended (the new one is not counted)
+        assert len(server.subscriptions) == 1  # and its teardown left the new one alone
+        server.notify_list_changed("tools")  # on the loop: every stream it reaches is written to before it returns
+        client.collect()
         assert len(client.notifications("notifications/tools/list_changed")) == 1
 
 

@@ -217,13 +217,13 @@ def test_a_second_signal_ends_the_grace_period_at_once(spawn: Spawn) -> None:
 
 @pytest.mark.req("STDIO-EXIT-ON-EOF", "STDIO-EOF-DRAIN", "STDIO-BACKPRESSURE")
 def test_output_still_queued_at_eof_is_written_out_before_the_server_exits(spawn: Spawn) -> None:
-    server = spawn()
+    server = spawn(extra_env={"MCP_REF_LOG_LEVEL": "INFO"})
     # 100 kB: fills the 64 KiB pipe, and the rest waits in the transport's buffer.
     server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/100000"}))
     server.close_stdin()
-    # Give the server time to reach its shutdown with the response still unread (there is nothing
-    # to observe from here: the point is that the client is not reading yet).
-    time.sleep(0.3)
+    # The server reaches its shutdown with the response still unread: the client reads only now.
+    server.wait_for_stderr("shutting down: reading no more input")
+    server.wait_for_full_stdout()
     messages = server.read_until_eof()
     assert [len(m["result"]["contents"][0]["text"]) for m in messages] == [100000]
     server.assert_exit(0)
@@ -523,12 +523,13 @@ def test_malformed_input_is_answered_with_the_right_error_and_the_server_keeps_s
     assert result_text(server.request(tool_call(request_id, "echo", {"text": "recovered"}))) == "recovered"
 
 
-@pytest.mark.req("STDIO-MAX-LINE-SIZE", "BASE-ERROR-ID-NULL")
+@pytest.mark.req("STDIO-MAX-LINE-SIZE", "STDIO-REFUSAL-KEEPS-ID")
 def test_an_oversized_line_is_answered_and_the_next_request_is_served(spawn: Spawn) -> None:
     server = spawn(max_line_bytes="4096")
+    server.note_sent(tool_call(1, "echo"))
     server.send_raw(encode_line(tool_call(1, "echo", {"text": "y" * 10_000})))
     error = server.read_message()
-    assert error["id"] is None and error["error"]["code"] == -32600
+    assert error["id"] == 1 and error["error"]["code"] == -32600  # its id, found without a parse
     assert result_text(server.request(tool_call(2, "echo", {"text": "after"}))) == "after"
 
 
@@ -536,7 +537,8 @@ def test_an_oversized_line_is_answered_and_the_next_request_is_served(spawn: Spa
 def test_an_oversized_line_longer_than_the_pipe_buffer_is_answered_and_the_next_request_is_served(
     spawn: Spawn,
 ) -> None:
-    # A 1 MB line through a 64 KiB pipe reaches the server in many reads.
+    # A 1 MB line through a 64 KiB pipe reaches the server in many reads; at more than four
+    # times the limit, the server does not look for its id.
     server = spawn(max_line_bytes="100000")
     after = tool_call(2, "echo", {"text": "after"})
     server.note_sent(after)

@@ -19,6 +19,7 @@ import pytest
 
 from mcp_ref import InputRequired, PromptArgument, Server, TaskSettings, elicit_form, list_roots, sample
 from mcp_ref.testing import SCHEMA_FILES, AsyncClient, Client, RequestError, Schemas, SchemaViolation, ServerExitError, WireViolation
+from tests.memory import until
 
 from .schema_check import available, schema_dir, schemas
 
@@ -365,7 +366,7 @@ async def test_subscriptions_time_out_close_and_refuse() -> None:
     pending = await client.send_request("ping")
     await client.cancel(pending.id)  # by id
     await client.send_raw(b"{not json}\n")  # answered -32700 with id null: a response to no request
-    await asyncio.sleep(0.05)
+    await until(lambda: any(direction == "received" and b"-32700" in line for direction, line in client.transcript))
     with pytest.raises(SchemaViolation, match="no request in flight"):
         await client.close()
     assert [direction for direction, line in client.transcript if line == b"{not json}\n"] == ["sent"]

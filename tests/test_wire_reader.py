@@ -20,6 +20,7 @@ from mcp_ref.errors import INVALID_REQUEST, PARSE_ERROR, InvalidRequest
 from mcp_ref.wire import (
     BadMessage,
     ClientResponse,
+    MalformedNotification,
     Notification,
     Request,
     WireReader,
@@ -306,9 +307,21 @@ def test_params_that_are_not_an_object_are_an_invalid_request_echoing_the_id(par
     assert_bad(classify({"jsonrpc": "2.0", "id": "r", "method": "m", "params": params}), INVALID_REQUEST, "r")
 
 
-@pytest.mark.req("BASE-PARAMS-OBJECT")
-def test_a_notification_with_non_object_params_is_reported_without_id() -> None:
-    assert_bad(classify({"jsonrpc": "2.0", "method": "n", "params": [1]}), INVALID_REQUEST, None)
+@pytest.mark.req("BASE-PARAMS-OBJECT", "BASE-NOTIFICATION-NO-RESPONSE", "CANCEL-INVALID-IGNORED")
+@pytest.mark.parametrize("params", [[1], "oops", None, 3, True], ids=["array", "string", "null", "number", "bool"])
+@pytest.mark.parametrize("method", ["notifications/cancelled", "notifications/initialized", "notifications/roots/list_changed", "n"])
+def test_a_notification_with_non_object_params_is_malformed_and_not_answerable(method: str, params: Any) -> None:
+    assert classify({"jsonrpc": "2.0", "method": method, "params": params}) == MalformedNotification(method, '"params" must be an object')
+
+
+@pytest.mark.req("BASE-NOTIFICATION-NO-RESPONSE")
+def test_a_notification_with_a_bad_jsonrpc_member_is_malformed_but_a_non_string_method_is_an_invalid_request() -> None:
+    assert classify({"method": "notifications/cancelled", "params": {"requestId": 1}}) == MalformedNotification(
+        "notifications/cancelled", '"jsonrpc" must be "2.0"'
+    )
+    assert classify({"jsonrpc": "1.0", "method": "n"}) == MalformedNotification("n", '"jsonrpc" must be "2.0"')
+    assert_bad(classify({"jsonrpc": "2.0", "method": 1, "params": "bar"}), INVALID_REQUEST, None)  # JSON-RPC 2.0's own example
+    assert_bad(classify({"jsonrpc": "2.0", "id": 4, "method": "m", "params": "p"}), INVALID_REQUEST, 4)  # a request is answered
 
 
 @pytest.mark.req("STDIO-CLIENT-NO-RESPONSES")
@@ -348,13 +361,37 @@ def test_an_object_that_is_neither_request_nor_response_is_an_invalid_request(me
 
 
 @pytest.mark.req("STDIO-MAX-LINE-SIZE")
-def test_an_oversized_line_is_reported_once_and_the_next_line_is_parsed() -> None:
-    big = b'{"jsonrpc":"2.0","id":1,"method":"x","params":{"pad":"' + b"a" * 500 + b'"}}'
-    events = read_all(big + b"\n" + REQUEST + b"\n", max_line_bytes=100)
+def test_an_oversized_line_is_reported_once_with_its_id_and_the_next_line_is_parsed() -> None:
+    big = b'{"jsonrpc":"2.0","id":"big","method":"x","params":{"pad":"' + b"a" * 500 + b'"}}'
+    events = read_all(big + b"\n" + REQUEST + b"\n", max_line_bytes=200)
     assert len(events) == 2, events
-    assert_bad(events[0], INVALID_REQUEST, None)
-    assert "100" in events[0].error.message
+    assert_bad(events[0], INVALID_REQUEST, "big")
+    assert "200" in events[0].error.message
     assert events[1] == Request(1, "tools/list", {})
+
+
+@pytest.mark.req("STDIO-MAX-LINE-SIZE", "STDIO-REFUSAL-KEEPS-ID")
+@pytest.mark.parametrize("split", [False, True], ids=["in-one-feed", "streamed"])
+def test_an_oversized_line_is_answered_when_it_ends_with_the_id_found_anywhere_in_its_top_level(split: bool) -> None:
+    # The TypeScript SDK writes {method, params, jsonrpc, id}: the id after the large params.
+    big = b'{"method":"tools/call","params":{"arguments":{"t":["' + b"]" * 700 + b'"]}},"jsonrpc":"2.0","id":42}'
+    reader = WireReader(200)
+    chunks = [big[i : i + 64] for i in range(0, len(big), 64)] if split else [big]
+    for chunk in chunks:
+        reader.feed(chunk)
+        assert list(reader.events()) == []  # not answered before the line ends
+    reader.feed(b"\r\n" + REQUEST + b"\n")
+    refused, after = reader.events()
+    assert_bad(refused, INVALID_REQUEST, 42)
+    assert after == Request(1, "tools/list", {})
+
+
+@pytest.mark.req("STDIO-MAX-LINE-SIZE", "STDIO-REFUSAL-KEEPS-ID")
+def test_an_oversized_line_more_than_four_times_the_limit_is_not_scanned_past_that_and_gets_a_null_id() -> None:
+    big = b'{"jsonrpc":"2.0","id":9,"method":"x","params":{"pad":"' + b"a" * 500 + b'"}}'
+    assert_bad(only(read_all(big + b"\n", max_line_bytes=100)), INVALID_REQUEST, None)
+    assert_bad(only(read_all(big[:150], big[150:] + b"\n", max_line_bytes=100)), INVALID_REQUEST, None)
+    assert_bad(only(read_all(big + b"\n", max_line_bytes=len(big) // 4 + 1)), INVALID_REQUEST, 9)
 
 
 @pytest.mark.req("STDIO-MAX-LINE-SIZE")
@@ -382,10 +419,11 @@ def test_memory_stays_bounded_while_an_endless_line_is_discarded() -> None:
     finally:
         tracemalloc.stop()
     assert peak < 4 * limit, f"peak {peak} bytes while discarding"
-    assert len(reported) == 1
-    assert_bad(reported[0], INVALID_REQUEST, None)
+    assert reported == []  # answered when it ends
     reader.feed(b"\n" + REQUEST + b"\n")
-    assert only(list(reader.events())) == Request(1, "tools/list", {})
+    refused, after = reader.events()
+    assert_bad(refused, INVALID_REQUEST, None)
+    assert after == Request(1, "tools/list", {})
 
 
 @pytest.mark.req("STDIO-MAX-LINE-SIZE")
@@ -397,8 +435,8 @@ def test_a_line_exactly_at_the_limit_is_accepted_and_one_byte_more_is_not() -> N
     assert isinstance(only(read_all(at_limit + b"\n", max_line_bytes=100)), Request)
     # Also when the line arrives without its newline first (the unterminated-buffer check).
     assert isinstance(only(read_all(at_limit, b"\n", max_line_bytes=100)), Request)
-    assert_bad(only(read_all(over + b"\n", max_line_bytes=100)), INVALID_REQUEST, None)
-    assert_bad(only(read_all(over, b"\n", max_line_bytes=100)), INVALID_REQUEST, None)
+    assert_bad(only(read_all(over + b"\n", max_line_bytes=100)), INVALID_REQUEST, 1)
+    assert_bad(only(read_all(over, b"\n", max_line_bytes=100)), INVALID_REQUEST, 1)
 
 
 @pytest.mark.req("STDIO-MAX-LINE-SIZE")
@@ -414,8 +452,8 @@ def test_an_oversized_line_does_not_swallow_lines_after_it_in_the_same_feed() ->
 
 
 def test_lines_before_an_oversized_one_are_parsed() -> None:
-    events = read_all(REQUEST + b"\n" + b"q" * 300, max_line_bytes=100)
-    assert [type(e) for e in events] == [Request, BadMessage]
+    assert [type(e) for e in read_all(REQUEST + b"\n" + b"q" * 300, max_line_bytes=100)] == [Request]
+    assert [type(e) for e in read_all(REQUEST + b"\n" + b"q" * 300, eof=True, max_line_bytes=100)] == [Request, BadMessage]
 
 
 # --- encoding -------------------------------------------------------------------------------------
@@ -636,7 +674,7 @@ def test_a_line_estimated_above_max_parsed_bytes_is_refused_unparsed_and_plain_d
     if at_eof:
         reader.feed_eof()
     refused, passed = list(reader.events())
-    assert_bad(refused, INVALID_REQUEST)  # the id is unknown: the line was never parsed
+    assert_bad(refused, INVALID_REQUEST, 7)  # never parsed: the id comes from a scan of its top level
     assert "once parsed" in refused.error.message and "MiB one request may hold" in refused.error.message
     assert isinstance(passed, Request) and passed.id == 8
     assert WireReader().max_parsed_bytes is None  # without it, nothing is refused for its structure

@@ -482,6 +482,31 @@ class ServerProcess:
         if b"\n" in self._buffer:
             raise WireViolation(f"unexpected output: {bytes(self._buffer[:500])!r}")
 
+    # --- waiting on the server's state, from outside --------------------------------------------------
+
+    def wait_for_stderr(self, text: str, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Until ``text`` is on the server's stderr (a log line saying it reached some point)."""
+        deadline = time.monotonic() + timeout
+        while text not in self.stderr_text():
+            if time.monotonic() > deadline:
+                raise WireTimeout(f"{text!r} not on stderr after {timeout} s\n{self._diagnostics()}")
+            time.sleep(0.01)  # the poll interval: the condition is the text
+
+    def wait_for_full_stdout(self, timeout: float = DEFAULT_TIMEOUT) -> None:
+        """Until the server's stdout pipe is full and unread (Linux: ``F_GETPIPE_SZ``, ``FIONREAD``):
+        what else the server has written waits in its own queue, behind a client that does not read."""
+        import fcntl
+        import struct
+        import termios
+
+        fd = self._stdout_fd()
+        capacity = fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032))
+        deadline = time.monotonic() + timeout
+        while struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] < capacity:
+            if time.monotonic() > deadline:
+                raise WireTimeout(f"stdout pipe still not full after {timeout} s\n{self._diagnostics()}")
+            time.sleep(0.01)  # the poll interval: the condition is the pipe
+
     # --- internals --------------------------------------------------------------------------------
 
     def _stdout_readable(self) -> bool:

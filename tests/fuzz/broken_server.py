@@ -1,7 +1,7 @@
 """A deliberately broken stdio "server", to prove the fuzz harness notices each kind of fault.
 
-``FUZZ_FAULT`` picks the fault; the barrier requests of the harness (``server/discover``) are
-always answered correctly, so only the fault itself can fail a session.
+``FUZZ_FAULT`` picks the fault; the barrier requests of the harness (a ``tools/call`` of
+``harness.BARRIER_TOOL``) are always answered correctly, so only the fault itself can fail a session.
 """
 
 from __future__ import annotations
@@ -25,7 +25,8 @@ def main() -> int:
             continue  # notifications (and anything else) are not answered
         request_id = message["id"]
         reply: dict = {"jsonrpc": "2.0", "id": request_id, "result": {}}
-        if message["method"] != "server/discover":
+        params = message.get("params")
+        if not (isinstance(params, dict) and params.get("name") == "fuzz-barrier"):
             if fault == "silent":
                 continue
             if fault == "id-type" and isinstance(request_id, int):

@@ -26,12 +26,13 @@ Which answers are due is decided by an independent oracle, ``classify_line``: JS
 MCP restricts it (ids are strings or integers; params an object), applied to the bytes the
 client wrote, split into lines as the stdio transport frames them.
 
-Settling without guesswork: after the session, a *barrier* request (``server/discover`` with a
-unique id) is sent; once it and every request that cannot have been cancelled are answered, each
-id that may still be pending (a cancelled request, an open ``subscriptions/listen``) is
-cancelled again and a second barrier sent. The server reads in order and writes each answer
-when its request finishes, so once the second barrier is answered no answer of this session can
-still arrive, and the same process can serve the next session.
+Settling without guesswork: after the session, a *barrier* request (a ``tools/call`` of a tool
+no server has, with a unique id) is sent; once it and every request that cannot have been
+cancelled are answered, each id that may still be pending (a cancelled request, an open
+``subscriptions/listen``) is cancelled again and a second barrier sent. The server reads in order
+(a tool call is never taken out of held input ahead of its turn, as the control lane's requests
+are) and writes each answer when its request finishes, so once the second barrier is answered no
+answer of this session can still arrive, and the same process can serve the next session.
 """
 
 from __future__ import annotations
@@ -44,6 +45,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from mcp_ref.idscan import request_id_of
+from mcp_ref.wire import ID_SCAN_LINES
 from tests import schema_check
 from tests.wire import (
     CLIENT_CAPABILITIES_KEY,
@@ -64,6 +67,7 @@ SETTLE_TIMEOUT = 40.0
 SCHEMA_CHECKS_PER_KIND = 8
 STRICT = os.environ.get("MCP_REF_FUZZ_STRICT") == "1"  # no KNOWN_BUGS tolerance: check a fix
 BARRIER_PREFIX = "\x00fuzz-barrier-"
+BARRIER_TOOL = "fuzz-barrier"  # no server has it: the barrier is answered -32602 (or -32601 without tools)
 LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 
 # Tools that fail on purpose: a traceback on stderr is their business, not a client mistake.
@@ -138,10 +142,12 @@ def carries_modern_meta(params: Any) -> bool:
 class Classified:
     """What one client line is, and so what answer it is due.
 
-    kind: "request" (one answer with ``id``), "notification", "client-response", "blank" (no
-    answer), or "bad" (one error, ``code``, with ``id`` when usable else null). ``too_deep``: the
-    line nests deeper than ``NESTING_LIMIT``, so the server may instead answer it as a parse
-    error (-32700, id null): RFC 8259 lets an implementation limit nesting depth.
+    kind: "request" (one answer with ``id``), "notification", "malformed-notification" (a string
+    ``method`` and no ``id``, but a bad ``jsonrpc`` or non-object params: it has no id to answer),
+    "client-response", "blank" (no answer), or "bad" (one error, ``code``, with ``id`` when usable
+    else null). ``too_deep``: the line nests deeper than ``NESTING_LIMIT``, so the server may
+    instead answer it as a parse error (-32700, id null): RFC 8259 lets an implementation limit
+    nesting depth.
     """
 
     kind: str
@@ -177,14 +183,29 @@ def classify_line(line: bytes, max_line_bytes: int | None = None) -> Classified:
     """The oracle: JSON-RPC 2.0 as MCP restricts it, for one line (without its newline).
 
     With ``max_line_bytes`` (the server's ``MCP_REF_MAX_LINE_BYTES``), a longer line (not
-    counting the CR of a CRLF) is refused whatever it holds: -32600, id null.
+    counting the CR of a CRLF) is refused whatever it holds: -32600, with its id where one can be
+    told without a parse (``_refused_id``), else null.
     """
     if max_line_bytes is not None and len(line) - line.endswith(b"\r") > max_line_bytes:
-        return Classified("bad", code=-32600)
+        return Classified("bad", id=_refused_id(line, max_line_bytes), code=-32600)
     c = _classify(line)
     if c.code != -32700 and _nesting(line) > NESTING_LIMIT:
         return Classified(c.kind, c.id, c.method, c.params, c.code, too_deep=True)
     return c
+
+
+def _refused_id(line: bytes, max_line_bytes: int) -> Any:
+    """The id of a line refused for its length (STDIO-REFUSAL-KEEPS-ID): none past four times the
+    limit (``wire.ID_SCAN_LINES``: the server stops looking); for a line of JSON, the id the parse
+    reads, unless it is the client's response; for anything else, whatever the server's bounded
+    scan reads (``mcp_ref.idscan``, itself checked against the parser in
+    tests/test_refused_line_ids.py): no independent answer exists for a line that is not JSON."""
+    if len(line) > ID_SCAN_LINES * max_line_bytes:
+        return None
+    c = _classify(line)
+    if c.code == -32700:
+        return request_id_of(line)
+    return c.id if c.kind in ("request", "bad") else None
 
 
 def _classify(line: bytes) -> Classified:
@@ -200,6 +221,9 @@ def _classify(line: bytes) -> Classified:
         return Classified("bad", code=-32600)
     has_id = "id" in value
     usable = value["id"] if has_id and is_valid_id(value["id"]) else None
+    params = value.get("params", {})
+    if not has_id and isinstance(value.get("method"), str) and (value.get("jsonrpc") != "2.0" or not isinstance(params, dict)):
+        return Classified("malformed-notification", method=value["method"])
     if value.get("jsonrpc") != "2.0":
         return Classified("bad", id=usable, code=-32600)
     if "method" not in value:
@@ -207,7 +231,6 @@ def _classify(line: bytes) -> Classified:
             return Classified("client-response", id=value["id"])
         return Classified("bad", id=usable, code=-32600)
     method = value["method"]
-    params = value.get("params", {})
     if not isinstance(method, str) or not isinstance(params, dict):
         return Classified("bad", id=usable, code=-32600)
     if not has_id:
@@ -430,8 +453,8 @@ class FuzzServer:
         message = {
             "jsonrpc": "2.0",
             "id": request_id,
-            "method": "server/discover",
-            "params": {"_meta": {PROTOCOL_VERSION_KEY: MODERN_VERSION, CLIENT_CAPABILITIES_KEY: {}}},
+            "method": "tools/call",
+            "params": {"name": BARRIER_TOOL, "_meta": {PROTOCOL_VERSION_KEY: MODERN_VERSION, CLIENT_CAPABILITIES_KEY: {}}},
         }
         return request_id, json.dumps(message, separators=(",", ":")).encode() + b"\n"
 
@@ -537,7 +560,7 @@ class _Episode:
                 ledger.kinds[key].append((c, False))
         elif c.kind == "notification" and c.method == "notifications/cancelled":
             target = c.params.get("requestId")
-            if is_valid_id(target):
+            if is_valid_id(target):  # a cancellation with a malformed reason may be ignored: at most one answer either way
                 key = key_of(target)
                 if ledger.unconsumed[key] > 0:
                     ledger.unconsumed[key] -= 1

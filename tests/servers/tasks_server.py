@@ -16,7 +16,7 @@ Tools (all ``task="optional"`` unless said otherwise)
     ``state_rounds``   as a task: round 1 keeps state, round 2 asks ``x``, round 3 returns both.
     ``progress``       as a task, reports progress 1..3 of 3 (a message only for the last), 0.1 s apart.
     ``sync_only``      ``task=None``: never a task.
-    ``cancel_then_ask`` as a task, waits; when cancelled, swallows it and asks ``keep``.
+    ``cancel_then_ask`` as a task, waits; when cancelled, swallows it, says so on stderr and asks ``keep``.
     ``ask_a_wait_ask_b`` plain MRTR code: asks ``a``, works 0.3 s, asks ``b`` (becomes a task in between).
     ``unencodable``    as a task, returns structured content holding NaN (not JSON).
     ``swallow_cancel`` as a task, ignores every cancellation (shutdown must not wait for it forever).
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import sys
 import threading
 import time
 from typing import Any
@@ -112,6 +113,7 @@ async def cancel_then_ask(ctx: RequestContext, args: dict[str, Any]) -> str:
     try:
         await asyncio.sleep(30)
     except asyncio.CancelledError:
+        print("tasks_server: cancel_then_ask asks after its cancellation", file=sys.stderr, flush=True)
         ctx.ask("keep", FORM)  # a handler that misbehaves: the task must stay cancelled
     return "finished"
 
