@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_ref_fs import hostconfig
+from mcp_ref_fs import hostconfig, jsonedit
 from mcp_ref_fs.hostconfig import Environment, ParseError, Refused, host_facts, merge_entry, parse_config
 
 JSON_CLIENTS = ["claude-desktop", "vscode", "cursor"]
@@ -642,7 +642,7 @@ def test_merge_with_force_replaces_only_the_old_value(text: str) -> None:
 
 def test_merge_falls_back_to_reserialising_a_plain_json_file(monkeypatch: pytest.MonkeyPatch, home: Path,
                                                              project: Path) -> None:
-    monkeypatch.setattr(hostconfig, "insert_member", lambda text, *args: text)  # an edit that goes wrong
+    monkeypatch.setattr(jsonedit, "insert_member", lambda text, *args: text)  # an edit that goes wrong
     merged = merge_entry('{\n\t"zoom": 2\n}\n', "servers", "mcp-ref-fs", ENTRY, force=False, jsonc=True)
     assert merged.method == "re-serialised"
     assert merged.text == '{\n\t"zoom": 2,\n\t"servers": {\n\t\t"mcp-ref-fs": {\n\t\t\t"command": ' \
@@ -654,7 +654,7 @@ def test_merge_falls_back_to_reserialising_a_plain_json_file(monkeypatch: pytest
 
 
 def test_merge_refuses_rather_than_lose_comments(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hostconfig, "insert_member", lambda text, *args: text)
+    monkeypatch.setattr(jsonedit, "insert_member", lambda text, *args: text)
     with pytest.raises(Refused, match="losing its comments"):
         merge_entry('{\n  // mine\n  "zoom": 2\n}\n', "servers", "mcp-ref-fs", ENTRY, force=False, jsonc=True)
 
