@@ -9,8 +9,10 @@ The entry names the program that is running now, as an absolute path, so the hos
 without a shell's ``PATH`` or an activated venv: the console script when run as one
 (``sys.argv[0]`` made absolute, symbolic links kept, so a ``pipx`` link in ``~/.local/bin`` stays
 valid across upgrades), else ``sys.executable -m mcp_ref_fs``. The roots are made absolute too
-(default: the current directory); one that is not a directory is refused (exit 2), as the server
-itself would refuse it.
+(default: the current directory). One that exists but is not a directory is refused (exit 2), as
+the server itself would refuse it; one that does not exist yet is written with a warning (an
+entry may be written before its folder: the host starts the server only later, and the server
+refuses to start until the folder is there).
 
 Writing a JSON configuration file (``install`` for Claude Desktop, VS Code, Cursor): the entry is
 merged into the file's text by ``jsonedit`` (every byte outside the entry kept; the refusals are
@@ -63,7 +65,7 @@ DISPLAY = {"claude-desktop": "Claude Desktop", "vscode": "VS Code", "cursor": "C
 
 
 class UsageError(Exception):
-    """A bad argument that argparse cannot see (a root that is not a directory). Exit status 2."""
+    """A bad argument that argparse cannot see (a root that is a file). Exit status 2."""
 
 
 # --- what each host expects, and where ------------------------------------------------------------
@@ -169,17 +171,26 @@ def server_command(argv0: str | None = None, executable: str | None = None) -> l
     return [os.path.abspath(executable), "-m", "mcp_ref_fs"]
 
 
-def absolute_roots(roots: Sequence[str], cwd: str) -> list[str]:
-    """``roots`` (default: ``cwd``) as absolute paths; a root that is not a directory is refused."""
+def absolute_roots(roots: Sequence[str], cwd: str, missing: list[str] | None = None) -> list[str]:
+    """``roots`` (default: ``cwd``) as absolute paths. One that exists but is not a directory is
+    refused (UsageError); one that does not exist (yet) is kept, and named in ``missing``."""
     result = []
     for root in roots or [cwd]:
         absolute = os.path.normpath(os.path.join(cwd, os.path.expanduser(root)))
         if not os.path.isabs(absolute):  # Windows' C:foo with a cwd on another drive: that drive's cwd
             absolute = os.path.abspath(absolute)
         if not os.path.isdir(absolute):
-            raise UsageError(f"ROOT {root!r} is not a directory ({absolute})")
+            if os.path.exists(absolute):
+                raise UsageError(f"ROOT {_shown(root, absolute)} exists but is not a directory")
+            if missing is not None:
+                missing.append(_shown(root, absolute))
         result.append(absolute)
     return result
+
+
+def _shown(root: str, absolute: str) -> str:
+    """A root as the user gave it, with its absolute path when that differs (each said once)."""
+    return absolute if root == absolute else f"{root} ({absolute})"
 
 
 def server_entry(client: str, command: Sequence[str]) -> dict[str, Any]:
@@ -196,13 +207,35 @@ def claude_add_command(name: str, command: Sequence[str], *, project: bool = Fal
     return ["claude", "mcp", "add", "--transport", "stdio", *scope, name, "--", *command]
 
 
-def temporary_environment_warning(command: Sequence[str]) -> str | None:
-    """A warning when the program runs from a throw-away environment (``uvx``'s cache)."""
-    parts = command[0].replace("\\", "/").split("/")
-    if "uv" in parts and any(part.startswith(("archive-v", "builds-v")) for part in parts):
+# The buckets of uv's cache that hold the environments uvx runs from (``archive-v0/HASH/bin``,
+# formerly ``environments-v1/...``) or builds.
+_UV_BUCKETS = ("archive-v", "builds-v", "environments-v")
+
+
+def temporary_environment_warning(command: Sequence[str], environ: Mapping[str, str] | None = None) -> str | None:
+    """A warning when the program runs from a throw-away environment (``uvx``'s cache): one
+    beneath ``$UV_CACHE_DIR`` when that is set, or in a bucket of a directory named ``uv`` (the
+    default caches: ``~/.cache/uv``, ``%LOCALAPPDATA%\\uv\\cache``). A cache moved by uv's own
+    configuration file (``cache-dir``) is not recognised."""
+    environ = os.environ if environ is None else environ
+    program = command[0]
+    cache = environ.get("UV_CACHE_DIR")
+    parts = program.replace("\\", "/").split("/")
+    in_default = "uv" in parts and any(part.startswith(_UV_BUCKETS) for part in parts[parts.index("uv"):])
+    if in_default or (cache and _beneath(program, cache)):
         return ("this mcp-ref-fs runs from uv's cache (uvx), which uv may clean at any time; for a lasting "
                 "path install it with 'uv tool install .' or 'pipx install .' and run print-config from there")
     return None
+
+
+def _beneath(path: str, directory: str) -> bool:
+    def norm(name: str) -> str:
+        return os.path.normcase(os.path.abspath(os.path.expanduser(name)))
+
+    try:
+        return os.path.commonpath([norm(path), norm(directory)]) == norm(directory)
+    except ValueError:  # different drives (Windows)
+        return False
 
 
 # --- writing files ------------------------------------------------------------------------------
@@ -366,11 +399,15 @@ def main(command: str, argv: Sequence[str], environment: Environment | None = No
             raise UsageError("--name must be a non-empty name without control characters")
         # The server's own options (--read-only, limits) go before the roots, so a root named like
         # an option is never taken for one: absolute_roots makes every root an absolute path.
+        missing: list[str] = []
         command_line = (server_command(env.argv0, env.executable) + given_server_options(options)
-                        + absolute_roots(options.roots, env.cwd))
-        warning = temporary_environment_warning(command_line)
+                        + absolute_roots(options.roots, env.cwd, missing))
+        for root in missing:
+            env.err(f"mcp-ref-fs {command}: warning: ROOT {root} does not exist yet; the server will not start "
+                    "until it does (create it before the host starts the server)")
+        warning = temporary_environment_warning(command_line, env.environ)
         if warning:
-            env.err(f"mcp-ref-fs: warning: {warning}")
+            env.err(f"mcp-ref-fs {command}: warning: {warning}")
         if command == "print-config":
             return _print_config(options, command_line, env)
         return _install(options, command_line, env)
@@ -463,20 +500,23 @@ def _install_claude_code(options: argparse.Namespace, command_line: list[str], e
         env.out(shlex.join(add))
         return 1
 
-    def run(arguments: list[str], quiet: bool = False) -> int:
-        done = subprocess.run([claude, *arguments], cwd=env.cwd, env=dict(env.environ), stdin=subprocess.DEVNULL,
-                              capture_output=quiet, text=True)
-        return done.returncode
+    def run(arguments: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([claude, *arguments], cwd=env.cwd, env=dict(env.environ), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True)
 
-    if run(["mcp", "get", options.name], quiet=True) == 0:
+    replaced = run(["mcp", "get", options.name]).returncode == 0
+    if replaced:
         if not options.force:
             raise Refused(f"Claude Code already has a server named {options.name!r} ('claude mcp get {options.name}' "
                           "shows it); give --force to replace it, or --name to add another")
-        run(["mcp", "remove", "--scope", "project" if options.workspace else "local", options.name], quiet=True)
-    env.out(f"running: {shlex.join(add)}")
-    status = run(add[1:])
-    if status != 0:
-        raise Refused(f"'claude mcp add' failed with exit status {status}")
+        run(["mcp", "remove", "--scope", "project" if options.workspace else "local", options.name])
+    done = run(add[1:])
+    if done.returncode != 0:
+        for line in (done.stdout + done.stderr).splitlines():
+            env.err(f"claude: {line}")
+        raise Refused(f"'claude mcp add' failed with exit status {done.returncode}")
+    # claude's own "Added stdio MCP server ..." is not passed on: this line says it, as for the other hosts.
+    env.out(f"{'replaced' if replaced else 'added'} the server {options.name!r} in Claude Code: {shlex.join(add)}")
     for line in _notes("claude-code", facts, wrote="claude", scope="workspace" if options.workspace else "user"):
         env.out(line)
     return 0
