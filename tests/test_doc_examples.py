@@ -6,11 +6,11 @@ The conventions are written down in docs/README.md ("How examples are checked").
   with ``$ `` (a transcript). Each one is a test case, named ``FILE:LINE`` (the fence's line).
 - A ```` ```python ```` block whose first line is ``# NAME.py`` (optionally followed by ``:``
   and a comment) defines a file; so does a ```` ```toml ```` block whose first line is
-  ``# NAME.toml`` (a project's ``pyproject.toml``). An example's working directory holds the files its reader is
-  told about: those defined in its own ``##`` section (subsections included), and those its
-  section's prose names in backquotes (```name.py```) or its own command line names, from
-  anywhere in the document. A file named only inside another file's code is not enough: the
-  reader of that section would not know to fetch it.
+  ``# NAME.toml`` (a project's ``pyproject.toml``). An example's working directory holds the
+  files its reader is told about: those defined in its own ``##`` section (subsections
+  included), and those its section's prose names in backquotes or its own command line names,
+  from anywhere in the document. A file named only inside another file's code is not enough:
+  the reader of that section would not know to fetch it.
 - In a block with ``$ `` lines, each ``$ command`` runs on its own and its stdout must be the
   lines up to the next ``$ `` line. Otherwise the whole block is one bash script (``set -e``)
   and its stdout must be the next fenced block when that is a bare ```` ``` ```` block with
@@ -258,6 +258,13 @@ def test_doc_example(example: Example, tmp_path: Path) -> None:
     else:
         for command, expected in example.commands:
             compare(_run(command, work), expected)
+
+
+def test_an_example_sees_only_the_files_its_section_defines_or_names() -> None:
+    """server-api.md's testing snippet runs with its own section's files and the two servers its
+    prose names from earlier sections, and none of the other servers of the document."""
+    testing = next(ex for ex in ALL if ex.doc.name == "server-api.md" and "test_typed_demo.py" in str(ex.commands))
+    assert sorted(example_files(testing)) == ["mrtr_demo.py", "pyproject.toml", "test_typed_demo.py", "typed_demo.py"]
 
 
 FIRST_SCREEN = 40  # lines

@@ -207,8 +207,8 @@ def claude_add_command(name: str, command: Sequence[str], *, project: bool = Fal
     return ["claude", "mcp", "add", "--transport", "stdio", *scope, name, "--", *command]
 
 
-# The buckets of uv's cache that hold the environments uvx runs from (``archive-v0/HASH/bin``,
-# formerly ``environments-v1/...``) or builds.
+# The buckets of uv's cache that hold the environments uvx runs from (``archive-v0/HASH/bin`` now,
+# ``environments-vN/...`` in some uv versions) or its builds.
 _UV_BUCKETS = ("archive-v", "builds-v", "environments-v")
 
 
