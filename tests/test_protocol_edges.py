@@ -18,7 +18,6 @@ against the official schema. Areas, in file order:
 
 from __future__ import annotations
 
-import asyncio
 import itertools
 import json
 import logging

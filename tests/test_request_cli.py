@@ -380,26 +380,34 @@ def test_a_reader_that_went_away_ends_the_command_quietly_with_status_1() -> Non
     assert done.stderr == b""
 
 
+@pytest.mark.parametrize("mode", ["poll", "threads"])
 @pytest.mark.parametrize(("level", "reported"), [("WARNING", False), ("INFO", True)])
-def test_a_client_that_stops_reading_after_its_answers_is_not_an_error_on_stderr(level: str, reported: bool) -> None:
+def test_a_client_that_stops_reading_after_its_answers_is_not_an_error_on_stderr(mode: str, level: str, reported: bool) -> None:
     """Closing stdout with nothing in flight (a shell's `| head -1`) is routine: logged at INFO,
     so the default level (WARNING) prints nothing; with work lost it is a WARNING (the
-    transport hardening tests)."""
+    transport hardening tests). Polled, the server notices the pipe's reader gone at once, so the
+    client sends nothing more (a request sent now would race that notice, and lose its work when
+    it lost the race). Threaded, only a write notices: the answer to a second request meets
+    EPIPE, and that request, answered, is not work lost."""
     import os
 
     def line(*argv: str) -> bytes:
         return b"".join(request.encode(message) for message in build(list(argv)))
 
     server = subprocess.Popen([sys.executable, "-m", "mcp_ref_everything"], stdin=subprocess.PIPE,
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, env={**os.environ, "MCP_REF_LOG_LEVEL": level})
+                              stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              env={**os.environ, "MCP_REF_LOG_LEVEL": level, "MCP_REF_STDIO": mode})
     assert server.stdin is not None and server.stdout is not None and server.stderr is not None
     server.stdin.write(line("--id", "1", "tools/list"))
     server.stdin.flush()
-    assert json.loads(server.stdout.readline())["id"] == 1  # answered: nothing is in flight now
-    # The reader is gone; the server notices at once (it watches the pipe), with stdin still open.
-    # (Sending another request here would race with that: it might be in flight when noticed.)
-    server.stdout.close()
+    assert json.loads(server.stdout.readline())["id"] == 1
+    server.stdout.close()  # the reader is gone
+    if mode == "threads":
+        server.stdin.write(line("--id", "2", "server/discover"))
+        server.stdin.flush()
     assert server.wait(timeout=15) == 0
     stderr = server.stderr.read().decode()
     server.stdin.close()
     assert ("stdout was closed by the client (EPIPE" in stderr) is reported, stderr
+    if reported:
+        assert "cancelling 0 request(s) in flight" in stderr, stderr

@@ -20,6 +20,8 @@ from .config import Config
 from .options import add_server_options
 
 SUBCOMMANDS = ("print-config", "install")  # as the first argument only
+SUBCOMMAND_USAGE = ("print-config --client HOST [OPTION ...] [ROOT ...]",
+                    "install --client HOST [--workspace] [OPTION ...] [ROOT ...]")
 
 DESCRIPTION = """\
 The mcp-ref filesystem server: MCP over stdio (one JSON-RPC message per line on stdin, answers
@@ -82,6 +84,13 @@ class _HelpFormatter(argparse.RawDescriptionHelpFormatter):
                  width: int | None = None, **more: Any) -> None:
         self._settings = (indent_increment, max_help_position, width)
         super().__init__(prog, indent_increment, max_help_position, 80 if width is None else width, **more)
+
+    def _format_usage(self, usage: Any, actions: Any, groups: Any, prefix: Any) -> str:
+        """argparse's usage of serving, then the two subcommands' (``mcp-ref-fs print-config -h``
+        has their options), so ``--help`` and every error show all three forms."""
+        serving = super()._format_usage(usage, actions, groups, prefix).rstrip("\n")
+        indent = " " * len(prefix if prefix is not None else "usage: ")
+        return serving + "".join(f"\n{indent}{self._prog} {form}" for form in SUBCOMMAND_USAGE) + "\n\n"
 
     def format_help(self) -> str:
         indent_increment, max_help_position, width = self._settings

@@ -11,9 +11,9 @@ and diffs are the same kind of pure code, in :mod:`.edits`.
   UTF-8, too many control characters); ``decode_text`` decodes strictly and raises ``NotText``.
   A UTF-8 byte order mark is text; ``decode_text`` strips exactly one (a second is content), and
   ``split_bom`` separates it so a write can put it back.
-* **MIME types.** ``sniff_mime`` trusts magic bytes first, then the extension (a fixed table on
-  top of Python's built-in one, never the machine's ``/etc/mime.types``, so every machine
-  answers alike), then the text test.
+* **MIME types.** ``sniff_mime`` trusts magic bytes first, then the extension (the server's own
+  table, ``mimetable.py``: neither Python's, which changes between versions, nor the machine's
+  ``/etc/mime.types``, so every machine and Python answers alike), then the text test.
 * **Line windows.** ``head_lines`` reads forwards only as far as needed, ``tail_lines`` reads
   backwards block by block through a ``read_at(offset, length)`` callback (a ``pread``), and
   ``window_lines`` slices decoded text. A line ends with ``\\n``; a last line without one counts.
@@ -25,10 +25,7 @@ import codecs
 import functools
 import posixpath
 import re
-from typing import TYPE_CHECKING, Callable, Iterable, Iterator
-
-if TYPE_CHECKING:
-    import mimetypes
+from typing import Callable, Iterable, Iterator
 
 __all__ = [
     "BOM",
@@ -170,75 +167,16 @@ _BMP_DIB_SIZES = {12, 16, 40, 52, 56, 64, 108, 124}
 # them) on first use: start-up, and requests that need none of them, do not pay for compiling.
 _SVG = rb"\A(?:\xef\xbb\xbf)?\s*(?:<\?xml[^>]*>\s*)?(?:(?:<!--.*?-->|<!DOCTYPE[^>\[]*(?:\[.*?\])?\s*>)\s*)*<svg[\s>/]"
 
-# Extension types that must not depend on the Python version (text/markdown, application/yaml,
-# ... are missing or different in some) or that the official server names. Lowercase keys.
-_EXTENSION_TYPES = {
-    ".txt": "text/plain",
-    ".md": "text/markdown",
-    ".markdown": "text/markdown",
-    ".csv": "text/csv",
-    ".html": "text/html",
-    ".htm": "text/html",
-    ".css": "text/css",
-    ".js": "text/javascript",
-    ".mjs": "text/javascript",
-    ".cjs": "text/javascript",
-    ".ts": "text/typescript",
-    ".py": "text/x-python",
-    ".sh": "text/x-shellscript",
-    ".xml": "application/xml",
-    ".json": "application/json",
-    ".yaml": "application/yaml",
-    ".yml": "application/yaml",
-    ".toml": "application/toml",
-    ".png": "image/png",
-    ".jpg": "image/jpeg",
-    ".jpeg": "image/jpeg",
-    ".gif": "image/gif",
-    ".webp": "image/webp",
-    ".bmp": "image/bmp",
-    ".tif": "image/tiff",
-    ".tiff": "image/tiff",
-    ".ico": "image/vnd.microsoft.icon",
-    ".svg": "image/svg+xml",
-    ".avif": "image/avif",
-    ".heic": "image/heic",
-    ".mp3": "audio/mpeg",
-    ".wav": "audio/wav",
-    ".ogg": "audio/ogg",
-    ".flac": "audio/flac",
-    ".m4a": "audio/mp4",
-    ".mid": "audio/midi",
-    ".midi": "audio/midi",
-    ".mp4": "video/mp4",
-    ".mov": "video/quicktime",
-    ".pdf": "application/pdf",
-    ".zip": "application/zip",
-    ".gz": "application/gzip",
-    ".7z": "application/x-7z-compressed",
-    ".wasm": "application/wasm",
-    # ZIP containers: the extension is more specific than the ZIP magic (see sniff_mime).
-    ".docx": "application/vnd.openxmlformats-officedocument.wordprocessingml.document",
-    ".xlsx": "application/vnd.openxmlformats-officedocument.spreadsheetml.sheet",
-    ".pptx": "application/vnd.openxmlformats-officedocument.presentationml.presentation",
-    ".odt": "application/vnd.oasis.opendocument.text",
-    ".ods": "application/vnd.oasis.opendocument.spreadsheet",
-    ".odp": "application/vnd.oasis.opendocument.presentation",
-    ".epub": "application/epub+zip",
-    ".jar": "application/java-archive",
-}
 _ZIP_CONTAINERS = {".docx", ".xlsx", ".pptx", ".odt", ".ods", ".odp", ".epub", ".jar"}
 
 _SNIFF_BYTES = 8192
 
 
 @functools.cache
-def _builtin_types() -> mimetypes.MimeTypes:
-    # A private MimeTypes instance knows only Python's built-in table; the module-level
-    # functions would also read /etc/mime.types (or the Windows registry) and vary by machine.
-    import mimetypes  # lazily: cold start does not pay for it
+def _extension_types() -> dict[str, str]:
+    from .mimetable import EXTENSION_TYPES  # lazily, like difflib below: cold start pays for neither
 
-    return mimetypes.MimeTypes()
+    return EXTENSION_TYPES
 
 
 def _sniff_magic(head: bytes) -> str | None:
@@ -275,16 +213,12 @@ def sniff_mime(head: bytes, name: str) -> str:
     ext = posixpath.splitext(name)[1].lower()
     magic = _sniff_magic(head)
     if magic == "application/zip" and ext in _ZIP_CONTAINERS:
-        return _EXTENSION_TYPES[ext]
+        return _extension_types()[ext]
     if magic is not None:
         return magic
-    if ext:
-        known = _EXTENSION_TYPES.get(ext)
-        if known is None:
-            table = _builtin_types().types_map
-            known = table[True].get(ext) or table[False].get(ext)  # strict names first
-        if known is not None:
-            return known
+    known = _extension_types().get(ext) if ext else None
+    if known is not None:
+        return known
     return "application/octet-stream" if looks_binary(head[:_SNIFF_BYTES]) else "text/plain"
 
 

@@ -9,26 +9,15 @@ The entry names the program that is running now, as an absolute path, so the hos
 without a shell's ``PATH`` or an activated venv: the console script when run as one
 (``sys.argv[0]`` made absolute, symbolic links kept, so a ``pipx`` link in ``~/.local/bin`` stays
 valid across upgrades), else ``sys.executable -m mcp_ref_fs``. The roots are made absolute too
-(default: the current directory); one that is not a directory is refused (exit 2), as the server
-itself would refuse it.
+(default: the current directory). One that exists but is not a directory is refused (exit 2), as
+the server itself would refuse it; one that does not exist yet is written with a warning (an
+entry may be written before its folder: the host starts the server only later, and the server
+refuses to start until the folder is there).
 
-Writing a JSON configuration file (``install`` for Claude Desktop, VS Code, Cursor):
+Writing a JSON configuration file (``install`` for Claude Desktop, VS Code, Cursor): the entry is
+merged into the file's text by ``jsonedit`` (every byte outside the entry kept; the refusals are
+listed there), then:
 
-* Merge: the file is parsed into a small syntax tree that keeps each value's position, and only
-  the entry is written: inserted after the last server (or into an empty object, or as a new
-  top-level key), or, with ``--force``, put in place of the old value. Every byte outside that
-  entry stays as it was: other servers, other keys, their order, formatting, comments, line
-  endings and a byte-order mark. The new text follows the file's own style: its indent unit
-  (spaces or a tab), ``\\r\\n`` line endings, one-line files stay on one line. The result is parsed
-  again and must hold exactly the old data plus the entry; if it ever did not, a plain JSON file
-  would be re-serialised with the detected indent instead (a JSONC file would be refused, since
-  re-serialising would drop its comments).
-* Refusals (exit 1, file untouched): an entry of the same name without ``--force``; a file that
-  does not parse (the message gives line and column); a top level that is not an object, a
-  servers key whose value is not an object, or a name that appears twice. Comments and trailing
-  commas are accepted for VS Code only, whose ``mcp.json`` is JSON with comments (JSONC); Claude
-  Desktop and Cursor files must be plain JSON, as those hosts read them. An empty file counts as
-  ``{}``.
 * Atomic: the new text goes to a temporary file in the same directory, which is flushed,
   ``fsync``-ed, given the old file's permission bits and renamed over the old file (then the
   directory is synced). A reader sees the old file or the new one, never half of one, and an
@@ -51,7 +40,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
 import datetime
 import json
 import ntpath
@@ -65,6 +53,8 @@ import tempfile
 from dataclasses import dataclass, field
 from typing import Any, Callable, Mapping, Sequence
 
+# ParseError and parse_config are here for callers and tests too: hostconfig is the subcommands' module.
+from .jsonedit import Merge, ParseError, Refused, merge_entry, parse_config  # noqa: F401
 from .options import add_server_options, given_server_options
 
 CLIENTS = ("claude-desktop", "vscode", "cursor", "claude-code")
@@ -74,12 +64,8 @@ SERVERS_KEY = {"claude-desktop": "mcpServers", "vscode": "servers", "cursor": "m
 DISPLAY = {"claude-desktop": "Claude Desktop", "vscode": "VS Code", "cursor": "Cursor", "claude-code": "Claude Code"}
 
 
-class Refused(Exception):
-    """install (or print-config) will not go on; the message says why. Exit status 1."""
-
-
 class UsageError(Exception):
-    """A bad argument that argparse cannot see (a root that is not a directory). Exit status 2."""
+    """A bad argument that argparse cannot see (a root that is a file). Exit status 2."""
 
 
 # --- what each host expects, and where ------------------------------------------------------------
@@ -185,17 +171,26 @@ def server_command(argv0: str | None = None, executable: str | None = None) -> l
     return [os.path.abspath(executable), "-m", "mcp_ref_fs"]
 
 
-def absolute_roots(roots: Sequence[str], cwd: str) -> list[str]:
-    """``roots`` (default: ``cwd``) as absolute paths; a root that is not a directory is refused."""
+def absolute_roots(roots: Sequence[str], cwd: str, missing: list[str] | None = None) -> list[str]:
+    """``roots`` (default: ``cwd``) as absolute paths. One that exists but is not a directory is
+    refused (UsageError); one that does not exist (yet) is kept, and named in ``missing``."""
     result = []
     for root in roots or [cwd]:
         absolute = os.path.normpath(os.path.join(cwd, os.path.expanduser(root)))
         if not os.path.isabs(absolute):  # Windows' C:foo with a cwd on another drive: that drive's cwd
             absolute = os.path.abspath(absolute)
         if not os.path.isdir(absolute):
-            raise UsageError(f"ROOT {root!r} is not a directory ({absolute})")
+            if os.path.exists(absolute):
+                raise UsageError(f"ROOT {_shown(root, absolute)} exists but is not a directory")
+            if missing is not None:
+                missing.append(_shown(root, absolute))
         result.append(absolute)
     return result
+
+
+def _shown(root: str, absolute: str) -> str:
+    """A root as the user gave it, with its absolute path when that differs (each said once)."""
+    return absolute if root == absolute else f"{root} ({absolute})"
 
 
 def server_entry(client: str, command: Sequence[str]) -> dict[str, Any]:
@@ -212,312 +207,34 @@ def claude_add_command(name: str, command: Sequence[str], *, project: bool = Fal
     return ["claude", "mcp", "add", "--transport", "stdio", *scope, name, "--", *command]
 
 
-def temporary_environment_warning(command: Sequence[str]) -> str | None:
-    """A warning when the program runs from a throw-away environment (``uvx``'s cache)."""
-    parts = command[0].replace("\\", "/").split("/")
-    if "uv" in parts and any(part.startswith(("archive-v", "builds-v")) for part in parts):
+# The buckets of uv's cache that hold the environments uvx runs from (``archive-v0/HASH/bin`` now,
+# ``environments-vN/...`` in some uv versions) or its builds.
+_UV_BUCKETS = ("archive-v", "builds-v", "environments-v")
+
+
+def temporary_environment_warning(command: Sequence[str], environ: Mapping[str, str] | None = None) -> str | None:
+    """A warning when the program runs from a throw-away environment (``uvx``'s cache): one
+    beneath ``$UV_CACHE_DIR`` when that is set, or in a bucket of a directory named ``uv`` (the
+    default caches: ``~/.cache/uv``, ``%LOCALAPPDATA%\\uv\\cache``). A cache moved by uv's own
+    configuration file (``cache-dir``) is not recognised."""
+    environ = os.environ if environ is None else environ
+    program = command[0]
+    cache = environ.get("UV_CACHE_DIR")
+    parts = program.replace("\\", "/").split("/")
+    in_default = "uv" in parts and any(part.startswith(_UV_BUCKETS) for part in parts[parts.index("uv"):])
+    if in_default or (cache and _beneath(program, cache)):
         return ("this mcp-ref-fs runs from uv's cache (uvx), which uv may clean at any time; for a lasting "
                 "path install it with 'uv tool install .' or 'pipx install .' and run print-config from there")
     return None
 
 
-# --- a JSON(C) syntax tree that keeps positions ---------------------------------------------------
+def _beneath(path: str, directory: str) -> bool:
+    def norm(name: str) -> str:
+        return os.path.normcase(os.path.abspath(os.path.expanduser(name)))
 
-
-class ParseError(ValueError):
-    def __init__(self, message: str, text: str, position: int) -> None:
-        line = text.count("\n", 0, position) + 1
-        column = position - (text.rfind("\n", 0, position) + 1) + 1
-        super().__init__(f"{message} at line {line} column {column}")
-
-
-@dataclass
-class Member:
-    key: str
-    key_start: int  # the key's opening quote
-    value: Node
-
-
-@dataclass
-class Node:
-    start: int  # first character of the value
-    end: int  # one past its last character
-    data: Any  # the Python value
-    members: list[Member] | None = None  # for objects, in file order
-
-
-class _Parser:
-    """A recursive-descent JSON parser that records where each value is; JSONC when ``comments``.
-
-    Strings and scalars are decoded by the standard library (``json.decoder.scanstring``,
-    ``JSONDecoder.raw_decode``), so only the structure is parsed here.
-    """
-
-    def __init__(self, text: str, comments: bool) -> None:
-        self.text, self.comments = text, comments
-        self.decoder = json.JSONDecoder()
-
-    def parse(self) -> Node:
-        position = self.skip(0)
-        node = self.value(position)
-        end = self.skip(node.end)
-        if end != len(self.text):
-            raise ParseError("extra data after the top-level value", self.text, end)
-        return node
-
-    def skip(self, position: int) -> int:
-        """The position after whitespace (and, in JSONC, comments) starting at ``position``."""
-        text = self.text
-        while position < len(text):
-            char = text[position]
-            if char in " \t\r\n":
-                position += 1
-            elif self.comments and text.startswith("//", position):
-                newline = text.find("\n", position)
-                position = len(text) if newline < 0 else newline
-            elif self.comments and text.startswith("/*", position):
-                close = text.find("*/", position + 2)
-                if close < 0:
-                    raise ParseError("unterminated comment", text, position)
-                position = close + 2
-            else:
-                break
-        return position
-
-    def value(self, position: int) -> Node:
-        if position >= len(self.text):
-            raise ParseError("unexpected end of file", self.text, position)
-        char = self.text[position]
-        if char == "{":
-            return self.object(position)
-        if char == "[":
-            return self.array(position)
-        try:
-            data, end = self.decoder.raw_decode(self.text, position)
-        except json.JSONDecodeError as error:  # the standard library's own words: "Expecting value", ...
-            raise ParseError(error.msg, self.text, error.pos) from None
-        return Node(position, end, data)
-
-    def object(self, start: int) -> Node:
-        text, members, data = self.text, [], {}
-        position = self.skip(start + 1)
-        while True:
-            if position < len(text) and text[position] == "}" and (not members or self.comments):
-                return Node(start, position + 1, data, members)  # (after a comma only in JSONC)
-            if position >= len(text) or text[position] != '"':
-                raise ParseError("expected a quoted key" + ("" if members else " or '}'"), text, position)
-            try:
-                key, after_key = json.decoder.scanstring(text, position + 1)
-            except json.JSONDecodeError as error:
-                raise ParseError(error.msg, text, error.pos) from None
-            colon = self.skip(after_key)
-            if colon >= len(text) or text[colon] != ":":
-                raise ParseError("expected ':'", text, colon)
-            node = self.value(self.skip(colon + 1))
-            members.append(Member(key, position, node))
-            data[key] = node.data
-            position = self.skip(node.end)
-            if position < len(text) and text[position] == ",":
-                position = self.skip(position + 1)
-            elif position < len(text) and text[position] == "}":
-                return Node(start, position + 1, data, members)
-            else:
-                raise ParseError("expected ',' or '}'", text, position)
-
-    def array(self, start: int) -> Node:
-        text, items = self.text, []
-        position = self.skip(start + 1)
-        while True:
-            if position < len(text) and text[position] == "]" and (not items or self.comments):
-                return Node(start, position + 1, items)
-            node = self.value(position)
-            items.append(node.data)
-            position = self.skip(node.end)
-            if position < len(text) and text[position] == ",":
-                position = self.skip(position + 1)
-            elif position < len(text) and text[position] == "]":
-                return Node(start, position + 1, items)
-            else:
-                raise ParseError("expected ',' or ']'", text, position)
-
-
-def parse_config(text: str, *, jsonc: bool) -> Node:
-    """The syntax tree of a configuration file's text (BOM already removed). ParseError if bad.
-
-    Plain JSON is tried first, so a file that is valid JSON is always read as JSON; comments
-    and trailing commas are accepted only when ``jsonc``.
-    """
-    if not text.strip():
-        return Node(0, 0, {}, None)  # an empty file: no object yet
     try:
-        return _Parser(text, comments=False).parse()
-    except ParseError:
-        if not jsonc:
-            raise
-    return _Parser(text, comments=True).parse()
-
-
-# --- editing the text ---------------------------------------------------------------------------
-
-
-@dataclass
-class Style:
-    """How the file is written, so inserted text looks like its neighbours."""
-
-    newline: str  # "\n" or "\r\n"; "" for a file on one line (then inserted text is one line too)
-    unit: str  # one indent level
-
-
-def detect_style(text: str, root: Node) -> Style:
-    newline = "\r\n" if "\r\n" in text else "\n" if "\n" in text else ""
-    unit = "  "
-    if root.members:
-        indent = _line_indent(text, root.members[0].key_start)
-        if indent is not None and indent:
-            unit = "\t" if indent.startswith("\t") else " " * len(indent)
-    return Style(newline, unit)
-
-
-def _line_indent(text: str, position: int) -> str | None:
-    """The whitespace that starts the line of ``position``, if only whitespace precedes it there."""
-    line_start = text.rfind("\n", 0, position) + 1
-    before = text[line_start:position]
-    return before if before.strip(" \t") == "" else None
-
-
-def _dump(value: Any, style: Style, indent: str) -> str:
-    """``value`` as JSON in ``style``, its continuation lines indented by ``indent``."""
-    if not style.newline:
-        return json.dumps(value, ensure_ascii=False)
-    lines = json.dumps(value, ensure_ascii=False, indent=style.unit).split("\n")
-    return (style.newline + indent).join(lines)
-
-
-def _member_text(key: str, value: Any, style: Style, indent: str) -> str:
-    return f"{json.dumps(key, ensure_ascii=False)}: {_dump(value, style, indent)}"
-
-
-def _container_indent(text: str, container: Node, owner_start: int | None) -> str:
-    """The indent of the line an object starts on (the line of its key when it is a member's value)."""
-    return _line_indent(text, owner_start if owner_start is not None else container.start) or ""
-
-
-def insert_member(text: str, container: Node, owner_start: int | None, key: str, value: Any, style: Style) -> str:
-    """``text`` with ``"key": value`` added as the last member of the object ``container``."""
-    assert container.members is not None
-    outer = _container_indent(text, container, owner_start)
-    if not container.members:  # an empty object: write its inside anew
-        if not style.newline:
-            return text[:container.start] + "{" + _member_text(key, value, style, "") + "}" + text[container.end:]
-        inner = outer + style.unit
-        body = text[container.start + 1:container.end - 1]
-        if body.strip():  # only comments inside (JSONC): keep them, add the member before the brace
-            return (text[:container.end - 1].rstrip() + style.newline + inner + _member_text(key, value, style, inner)
-                    + style.newline + outer + "}" + text[container.end:])
-        return (text[:container.start] + "{" + style.newline + inner + _member_text(key, value, style, inner)
-                + style.newline + outer + "}" + text[container.end:])
-    last = container.members[-1]
-    indent = _line_indent(text, last.key_start)
-    if not style.newline or indent is None:  # members share a line: add it there, on one line
-        return text[:last.value.end] + ", " + _member_text(key, value, Style("", style.unit), "") + text[last.value.end:]
-    # The last member ends its line: the comma goes right after its value, the new member on a
-    # line of its own after anything else on that line (a trailing comma, a comment).
-    position, comma = last.value.end, False
-    while True:
-        while position < len(text) and text[position] in " \t":
-            position += 1
-        if text.startswith(",", position):
-            comma, position = True, position + 1
-        elif text.startswith("//", position):
-            newline = text.find("\n", position)
-            position = len(text) if newline < 0 else newline
-        elif text.startswith("/*", position) and "\n" not in text[position:text.find("*/", position)]:
-            position = text.find("*/", position) + 2
-        else:
-            break
-    new = style.newline + indent + _member_text(key, value, style, indent)
-    if not (text.startswith("\n", position) or text.startswith("\r\n", position)):
-        # Something else follows on that line (the closing brace): break the line after the value.
-        return text[:last.value.end] + "," + new + text[last.value.end:]
-    if comma:  # a trailing comma (JSONC) already separates the last member from the new one
-        return text[:position] + new + text[position:]
-    return text[:last.value.end] + "," + text[last.value.end:position] + new + text[position:]
-
-
-def replace_value(text: str, member: Member, value: Any, style: Style) -> str:
-    """``text`` with ``member``'s value replaced by ``value`` (its key and everything else kept)."""
-    indent = _line_indent(text, member.key_start)
-    if indent is None:  # the member shares its line with others: keep the value on one line
-        style, indent = Style("", style.unit), ""
-    return text[:member.value.start] + _dump(value, style, indent) + text[member.value.end:]
-
-
-@dataclass
-class Merge:
-    """The outcome of merging an entry into a configuration file's text."""
-
-    text: str
-    replaced: bool  # an entry of that name was there (and --force was given)
-    method: str  # "new file", "inserted" (textual edit) or "re-serialised"
-
-
-def merge_entry(text: str, servers_key: str, name: str, entry: dict[str, Any], *, force: bool, jsonc: bool,
-                label: str = "the configuration file") -> Merge:
-    """The new text of a configuration file with ``servers_key.name`` set to ``entry``.
-
-    Raises Refused when the file cannot be parsed or merged, or the name exists without ``force``.
-    """
-    bom = "\ufeff" if text.startswith("\ufeff") else ""
-    body = text[len(bom):]
-    try:
-        root = parse_config(body, jsonc=jsonc)
-    except ParseError as error:
-        hint = " (comments and trailing commas are not allowed in this file)" if not jsonc else ""
-        raise Refused(f"{label} is not valid JSON: {error}{hint}; it was left as it is") from None
-    if root.members is None and root.data == {} and not body.strip():
-        new = json.dumps({servers_key: {name: entry}}, ensure_ascii=False, indent=2) + "\n"
-        return Merge(bom + new, False, "new file")
-    if root.members is None:
-        raise Refused(f"{label} holds {type(root.data).__name__} at the top level, not an object; it was left as it is")
-    servers = [member for member in root.members if member.key == servers_key]
-    if len(servers) > 1:
-        raise Refused(f"{label} has the key {servers_key!r} twice; it was left as it is")
-    expected = copy.deepcopy(root.data)
-    style = detect_style(body, root)
-    replaced = False
-    if not servers:
-        expected[servers_key] = {name: entry}
-        new = insert_member(body, root, None, servers_key, {name: entry}, style)
-    else:
-        holder = servers[0]
-        if holder.value.members is None:
-            raise Refused(f"{label}: {servers_key!r} is {type(holder.value.data).__name__}, not an object; "
-                          "it was left as it is")
-        same = [member for member in holder.value.members if member.key == name]
-        if len(same) > 1:
-            raise Refused(f"{label} names the server {name!r} twice; it was left as it is")
-        if same and not force:
-            raise Refused(f"{label} already has a server named {name!r}; give --force to replace it, "
-                          "or --name to add another")
-        expected[servers_key][name] = entry
-        if same:
-            replaced = True
-            new = replace_value(body, same[0], entry, style)
-        else:
-            new = insert_member(body, holder.value, holder.key_start, name, entry, style)
-    if _reads_as(new, expected, jsonc):
-        return Merge(bom + new, replaced, "inserted")
-    if jsonc and not _reads_as(body, root.data, False):  # comments would be lost: do not write
-        raise Refused(f"{label} could not be edited without losing its comments; it was left as it is")
-    newline = style.newline or "\n"
-    again = json.dumps(expected, ensure_ascii=False, indent=style.unit).replace("\n", newline) + newline
-    return Merge(bom + again, replaced, "re-serialised")
-
-
-def _reads_as(text: str, expected: Any, jsonc: bool) -> bool:
-    try:
-        return parse_config(text, jsonc=jsonc).data == expected
-    except ParseError:
+        return os.path.commonpath([norm(path), norm(directory)]) == norm(directory)
+    except ValueError:  # different drives (Windows)
         return False
 
 
@@ -682,11 +399,15 @@ def main(command: str, argv: Sequence[str], environment: Environment | None = No
             raise UsageError("--name must be a non-empty name without control characters")
         # The server's own options (--read-only, limits) go before the roots, so a root named like
         # an option is never taken for one: absolute_roots makes every root an absolute path.
+        missing: list[str] = []
         command_line = (server_command(env.argv0, env.executable) + given_server_options(options)
-                        + absolute_roots(options.roots, env.cwd))
-        warning = temporary_environment_warning(command_line)
+                        + absolute_roots(options.roots, env.cwd, missing))
+        for root in missing:
+            env.err(f"mcp-ref-fs {command}: warning: ROOT {root} does not exist yet; the server will not start "
+                    "until it does (create it before the host starts the server)")
+        warning = temporary_environment_warning(command_line, env.environ)
         if warning:
-            env.err(f"mcp-ref-fs: warning: {warning}")
+            env.err(f"mcp-ref-fs {command}: warning: {warning}")
         if command == "print-config":
             return _print_config(options, command_line, env)
         return _install(options, command_line, env)
@@ -779,20 +500,23 @@ def _install_claude_code(options: argparse.Namespace, command_line: list[str], e
         env.out(shlex.join(add))
         return 1
 
-    def run(arguments: list[str], quiet: bool = False) -> int:
-        done = subprocess.run([claude, *arguments], cwd=env.cwd, env=dict(env.environ), stdin=subprocess.DEVNULL,
-                              capture_output=quiet, text=True)
-        return done.returncode
+    def run(arguments: list[str]) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([claude, *arguments], cwd=env.cwd, env=dict(env.environ), stdin=subprocess.DEVNULL,
+                              capture_output=True, text=True)
 
-    if run(["mcp", "get", options.name], quiet=True) == 0:
+    replaced = run(["mcp", "get", options.name]).returncode == 0
+    if replaced:
         if not options.force:
             raise Refused(f"Claude Code already has a server named {options.name!r} ('claude mcp get {options.name}' "
                           "shows it); give --force to replace it, or --name to add another")
-        run(["mcp", "remove", "--scope", "project" if options.workspace else "local", options.name], quiet=True)
-    env.out(f"running: {shlex.join(add)}")
-    status = run(add[1:])
-    if status != 0:
-        raise Refused(f"'claude mcp add' failed with exit status {status}")
+        run(["mcp", "remove", "--scope", "project" if options.workspace else "local", options.name])
+    done = run(add[1:])
+    if done.returncode != 0:
+        for line in (done.stdout + done.stderr).splitlines():
+            env.err(f"claude: {line}")
+        raise Refused(f"'claude mcp add' failed with exit status {done.returncode}")
+    # claude's own "Added stdio MCP server ..." is not passed on: this line says it, as for the other hosts.
+    env.out(f"{'replaced' if replaced else 'added'} the server {options.name!r} in Claude Code: {shlex.join(add)}")
     for line in _notes("claude-code", facts, wrote="claude", scope="workspace" if options.workspace else "user"):
         env.out(line)
     return 0

@@ -20,9 +20,14 @@ PER_HOST = "per host"  # --max-answer-bytes' default: the budget measured for th
 
 
 def positive_int(text: str) -> int:
-    value = int(text)
+    """A positive integer option value. Every bad value gets the same message (argparse would
+    name this function for one that is not a number)."""
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError("must be a positive integer")
+        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
     return value
 
 
@@ -34,9 +39,13 @@ def answer_bytes(text: str) -> int:
 
 
 def positive_float(text: str) -> float:
-    value = float(text)
+    """A positive, finite number of seconds; the same message for every bad value."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
     if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError("must be a positive number of seconds")
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
     return value
 
 

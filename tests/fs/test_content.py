@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import struct
+import sys
 from collections.abc import Iterator
 
 import pytest
 
-from mcp_ref_fs import content, edits
+from mcp_ref_fs import edits
 from mcp_ref_fs.content import (
     BOM,
     NotText,
@@ -192,12 +193,23 @@ def test_a_zip_named_as_a_zip_based_format_gets_that_format():
         ("a.js", "text/javascript"),
         ("a.css", "text/css"),
         ("run.sh", "text/x-shellscript"),
-        ("/deep/dir.d/backup.tar", "application/x-tar"),  # Python's built-in table, strict names
-        ("letter.rtf", "application/rtf"),  # Python's built-in table, common non-standard names
+        ("/deep/dir.d/backup.tar", "application/x-tar"),
+        ("letter.rtf", "application/rtf"),
+        ("notes.rst", "text/x-rst"),
     ],
 )
 def test_without_magic_the_extension_decides(name, expected):
     assert sniff_mime(b"plain words", name) == expected
+
+
+def test_the_extension_table_is_the_servers_own_so_every_python_answers_alike(monkeypatch):
+    """Python's mimetypes differs by version (.rtf: text/rtf on 3.13, application/rtf before; .md
+    and .rst unknown before 3.13; .js application/javascript on 3.11): the server never asks it."""
+    monkeypatch.setitem(sys.modules, "mimetypes", None)  # an import of it would fail
+    for name, expected in [("letter.rtf", "application/rtf"), ("notes.rst", "text/x-rst"), ("a.md", "text/markdown"),
+                           ("a.js", "text/javascript"), ("backup.tar", "application/x-tar"), ("song.aac", "audio/aac"),
+                           ("subtitles.ass", "text/plain")]:  # .ass is text; Python's table says AAC audio
+        assert sniff_mime(b"plain words", name) == expected, name
 
 
 def test_without_magic_or_a_known_extension_the_content_decides():

@@ -52,10 +52,31 @@ def test_help_follows_the_terminal_width() -> None:
     # argparse's formatter is replaced by one that measures the terminal only for help (see
     # __main__._HelpFormatter): the width must still follow COLUMNS.
     narrow, wide = run("--help", env={"COLUMNS": "50"}), run("--help", env={"COLUMNS": "300"})
-    narrow_usage, wide_usage = (done.stdout.split("\n\n", 1)[0].splitlines() for done in (narrow, wide))
+    # The usage block: serving (wrapped to the width), then the two subcommands' lines.
+    narrow_usage, wide_usage = (done.stdout.split("\n\n", 1)[0].splitlines()[:-2] for done in (narrow, wide))
     assert max(map(len, narrow_usage)) <= 48 and len(narrow_usage) > 2
     assert len(wide_usage) == 1
     assert "--max-entries: must be a positive integer" in run("--max-entries", "0", env={"COLUMNS": "50"}).stderr
+
+
+def test_the_usage_shows_the_subcommands_in_help_and_in_errors() -> None:
+    for shown in (run("--help").stdout, run("--no-such-option").stderr):
+        usage = shown.split("\n\n", 1)[0].split("\nmcp-ref-fs: error:", 1)[0].splitlines()
+        assert usage[0].startswith("usage: mcp-ref-fs [-h]") and usage[-2:] == [
+            "       mcp-ref-fs print-config --client HOST [OPTION ...] [ROOT ...]",
+            "       mcp-ref-fs install --client HOST [--workspace] [OPTION ...] [ROOT ...]",
+        ], shown
+
+
+@pytest.mark.parametrize(("option", "said"), [("--max-entries", "must be a positive integer"),
+                                              ("--search-seconds", "must be a positive number of seconds")])
+def test_a_bad_number_gets_one_plain_message_whatever_is_wrong_with_it(option: str, said: str) -> None:
+    """`abc` used to get argparse's "invalid positive_int value" (a function's name), `-5` a
+    sentence: now both get the sentence, with the value."""
+    for value in ("abc", "-5", "0", ""):
+        done = run(option, value)
+        assert done.returncode == 2
+        assert done.stderr.splitlines()[-1] == f"mcp-ref-fs: error: argument {option}: {said}, not {value!r}"
 
 
 def test_start_up_imports_nothing_only_help_or_writes_need() -> None:

@@ -1368,7 +1368,7 @@ def test_head_asking_for_more_lines_than_the_read_limit_holds_is_cut_at_whole_li
     result = succeeded(tight_server, "read_text_file", {"path": str(edge_root / "numbers.txt"), "head": 15})
     assert result["content"][0]["text"] == "n1\nn2\nn3\n"
     assert result["content"][1]["text"].startswith("[Lines 1-3 of ")
-    assert result["content"][1]["text"].endswith(f'"offset": 3, "limit": 3}}]')  # 12 more asked for; pages of 3 fit
+    assert result["content"][1]["text"].endswith('"offset": 3, "limit": 3}]')  # 12 more asked for; pages of 3 fit
 
 
 def test_edit_file_refuses_a_file_above_the_media_limit_and_leaves_it_alone(

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_ref_fs import hostconfig
+from mcp_ref_fs import hostconfig, jsonedit
 from mcp_ref_fs.hostconfig import Environment, ParseError, Refused, host_facts, merge_entry, parse_config
 
 JSON_CLIENTS = ["claude-desktop", "vscode", "cursor"]
@@ -143,12 +143,28 @@ def test_print_config_refuses_an_invalid_server_option(home: Path, project: Path
     assert exited.value.code == 2 and "--max-entries: must be a positive integer" in capsys.readouterr().err
 
 
-def test_print_config_refuses_a_root_that_is_not_a_directory(home: Path, project: Path) -> None:
+def test_print_config_refuses_a_root_that_is_a_file_naming_each_path_once(home: Path, project: Path) -> None:
     (project / "file.txt").write_text("x")
-    for root in ("missing", "file.txt"):
-        done = run("print-config", "--client", "vscode", root, home=home, cwd=project)
-        assert done.status == 2 and done.out == ""
-        assert root in done.err and "not a directory" in done.err
+    done = run("print-config", "--client", "vscode", "file.txt", home=home, cwd=project)
+    assert done.status == 2 and done.out == ""
+    assert done.err == f"mcp-ref-fs print-config: ROOT file.txt ({project / 'file.txt'}) exists but is not a directory"
+    done = run("print-config", "--client", "vscode", str(project / "file.txt"), home=home, cwd=project)
+    assert done.err == f"mcp-ref-fs print-config: ROOT {project / 'file.txt'} exists but is not a directory"
+
+
+def test_a_root_that_does_not_exist_yet_is_written_with_a_warning(home: Path, project: Path) -> None:
+    """An entry may be written before its folder (the README's `~/projects`, which the shell
+    expands): the host starts the server later. The warning says so; the entry holds the path."""
+    for command in ("print-config", "install"):
+        done = run(command, "--client", "cursor", str(home / "projects"), home=home, cwd=project)
+        assert done.status == 0, done.err
+        assert (f"mcp-ref-fs {command}: warning: ROOT {home / 'projects'} does not exist yet; the server "
+                "will not start until it does") in done.err
+    done = run("print-config", "--client", "cursor", "later", home=home, cwd=project)
+    assert f"ROOT later ({project / 'later'}) does not exist yet" in done.err
+    assert json.loads((home / ".cursor" / "mcp.json").read_text())["mcpServers"]["mcp-ref-fs"]["args"] == [
+        str(home / "projects")]
+    assert not (home / "projects").exists()  # nothing made on the user's behalf
 
 
 def test_print_config_refuses_an_empty_name(home: Path, project: Path) -> None:
@@ -178,6 +194,22 @@ def test_print_config_warns_when_run_from_uvx_cache(home: Path, project: Path, t
     assert done.status == 0
     assert json.loads(done.out)["servers"]["mcp-ref-fs"]["command"] == str(cached)
     assert "warning" in done.err and "uv tool install" in done.err
+
+
+@pytest.mark.parametrize("bucket", ["archive-v0/abc123", "environments-v2/mcp-ref-fs-abc"])
+def test_print_config_warns_when_run_from_a_uv_cache_named_by_uv_cache_dir(
+        home: Path, project: Path, tmp_path: Path, bucket: str) -> None:
+    """With UV_CACHE_DIR set, the cache's path need not contain a directory named uv."""
+    cache = tmp_path / "somewhere"
+    cached = cache / bucket / "bin" / "mcp-ref-fs"
+    cached.parent.mkdir(parents=True)
+    cached.write_text("#!/bin/sh\n")
+    done = run("print-config", "--client", "vscode", home=home, cwd=project, argv0=str(cached),
+               environ={"UV_CACHE_DIR": str(cache)})
+    assert done.status == 0 and "runs from uv's cache (uvx)" in done.err
+    elsewhere = run("print-config", "--client", "vscode", home=home, cwd=project, argv0=str(cached),
+                    environ={"UV_CACHE_DIR": str(tmp_path / "another")})
+    assert elsewhere.status == 0 and "uv's cache" not in elsewhere.err
 
 
 def test_print_config_fails_cleanly_without_any_way_to_name_the_program(home: Path, project: Path) -> None:
@@ -642,7 +674,7 @@ def test_merge_with_force_replaces_only_the_old_value(text: str) -> None:
 
 def test_merge_falls_back_to_reserialising_a_plain_json_file(monkeypatch: pytest.MonkeyPatch, home: Path,
                                                              project: Path) -> None:
-    monkeypatch.setattr(hostconfig, "insert_member", lambda text, *args: text)  # an edit that goes wrong
+    monkeypatch.setattr(jsonedit, "insert_member", lambda text, *args: text)  # an edit that goes wrong
     merged = merge_entry('{\n\t"zoom": 2\n}\n', "servers", "mcp-ref-fs", ENTRY, force=False, jsonc=True)
     assert merged.method == "re-serialised"
     assert merged.text == '{\n\t"zoom": 2,\n\t"servers": {\n\t\t"mcp-ref-fs": {\n\t\t\t"command": ' \
@@ -654,7 +686,7 @@ def test_merge_falls_back_to_reserialising_a_plain_json_file(monkeypatch: pytest
 
 
 def test_merge_refuses_rather_than_lose_comments(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(hostconfig, "insert_member", lambda text, *args: text)
+    monkeypatch.setattr(jsonedit, "insert_member", lambda text, *args: text)
     with pytest.raises(Refused, match="losing its comments"):
         merge_entry('{\n  // mine\n  "zoom": 2\n}\n', "servers", "mcp-ref-fs", ENTRY, force=False, jsonc=True)
 
@@ -736,6 +768,9 @@ def test_install_for_claude_code_runs_claude_mcp_add(fake_claude: tuple[Path, Pa
         ["mcp", "add", "--transport", "stdio", "mcp-ref-fs", "--", str(SCRIPT), str(project)],
     ]
     assert "claude mcp list" in done.out
+    # Said in mcp-ref-fs's own words, as for the JSON hosts ("added the server ... in FILE"), not claude's.
+    assert done.out.splitlines()[0] == f"added the server 'mcp-ref-fs' in Claude Code: claude mcp add --transport stdio mcp-ref-fs -- {SCRIPT} {project}"
+    assert "Added" not in done.out + done.err
 
 
 def test_install_for_claude_code_in_the_workspace_uses_project_scope(
@@ -767,6 +802,7 @@ def test_install_for_claude_code_with_force_removes_then_adds(
     assert done.status == 0, done.err
     assert [call[:3] for call in calls(log)] == [["mcp", "get", "mcp-ref-fs"], ["mcp", "remove", "--scope"],
                                                  ["mcp", "add", "--transport"]]
+    assert done.out.startswith("replaced the server 'mcp-ref-fs' in Claude Code: claude mcp add ")
 
 
 def test_install_for_claude_code_reports_a_failing_claude(fake_claude: tuple[Path, Path], home: Path, project: Path) -> None:
@@ -774,6 +810,7 @@ def test_install_for_claude_code_reports_a_failing_claude(fake_claude: tuple[Pat
     done = run("install", "--client", "claude-code", home=home, cwd=project,
                environ={"PATH": str(bin_dir), "FAKE_CLAUDE_ADD": "3"})
     assert done.status == 1 and "exit status 3" in done.err
+    assert "claude: Added stdio MCP server mcp-ref-fs" in done.err  # what claude said, passed on when it failed
 
 
 def test_install_for_claude_code_without_claude_prints_the_command(home: Path, project: Path, tmp_path: Path) -> None:

@@ -471,18 +471,42 @@ _POSIX_ONLY = ["O_DIRECTORY", "O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY
                "fstatvfs", "fdatasync", "posix_fadvise", "readv", "writev", "sched_getaffinity", "killpg", "setsid",
                "getpgid", "uname", "fork", "forkpty", "openpty"]
 
+_OUR_MODULES = """
+    import mcp_ref_fs.root, mcp_ref_fs._act, mcp_ref_fs.tools, mcp_ref_fs.resources, mcp_ref_fs.watch
+    import mcp_ref_fs.hostconfig, mcp_ref_fs.server, mcp_ref_fs.__main__, mcp_ref_fs._confine_walk
+    import mcp_ref_fs._confine_openat2, mcp_ref_fs._confine_windows, mcp_ref_fs.jsonedit, mcp_ref_fs.mimetable
+"""
+
+# Standard-library modules that exist only on POSIX: in the simulation, importing one fails.
+_POSIX_ONLY_MODULES = ["posix", "pwd", "grp", "fcntl", "termios", "tty", "pty", "resource", "syslog", "_posixsubprocess",
+                       "_posixshmem"]
+
+# Which standard-library modules importing ours brings in (run normally, in a child).
+_STDLIB_USED = textwrap.dedent("""
+    import sys
+""") + textwrap.dedent(_OUR_MODULES) + textwrap.dedent("""
+    print(" ".join(sorted(name for name in sys.modules if name.split(".")[0] in sys.stdlib_module_names)))
+""")
+
 _SIMULATION = textwrap.dedent("""
-    import os, sys
-    import asyncio, subprocess  # the standard library picks its Windows modules by sys.platform: not ours to test
+    import importlib, os, sys
+    # The standard library is imported first, as it is: on Windows it is Windows' own, which
+    # works, and it picks its Windows modules by sys.platform (shutil imports _winapi on 3.12+),
+    # which would fail here. Only our modules are imported under the simulation.
+    for name in {stdlib!r}:
+        try:
+            importlib.import_module(name)
+        except ImportError:
+            pass
     for name in {posix_only!r}:
         if hasattr(os, name):
             delattr(os, name)
     os.O_BINARY, os.O_NOINHERIT = 0x8000, 0x80
     os.supports_dir_fd = set()
     sys.platform = "win32"
-    import mcp_ref_fs.root, mcp_ref_fs._act, mcp_ref_fs.tools, mcp_ref_fs.resources, mcp_ref_fs.watch
-    import mcp_ref_fs.hostconfig, mcp_ref_fs.server, mcp_ref_fs.__main__, mcp_ref_fs._confine_walk
-    import mcp_ref_fs._confine_openat2, mcp_ref_fs._confine_windows
+    for name in {posix_only_modules!r}:
+        sys.modules[name] = None  # import fails, as on Windows
+""") + textwrap.dedent(_OUR_MODULES) + textwrap.dedent("""
     from mcp_ref_fs import _act
     assert _act.DIR_FLAGS == os.O_RDONLY | 0x80 and _act.FILE_FLAGS == os.O_RDONLY | 0x80 | 0x8000
     try:
@@ -503,12 +527,17 @@ _SIMULATION = textwrap.dedent("""
 @pytest.mark.req("FS-ACT-PATHS")
 def test_the_server_imports_where_posix_only_names_are_missing() -> None:
     """Windows' ``os`` has no O_DIRECTORY, O_NOFOLLOW, pread...: a module that reads one at import
-    would fail there at start. Simulated here: those names are deleted and sys.platform says win32."""
+    would fail there at start. Simulated here: the standard library our modules use is imported as
+    it is, then those names are deleted, POSIX-only modules made unimportable, sys.platform says
+    win32, and our modules are imported."""
     if sys.platform == "win32":
         pytest.skip("a simulation of Windows; on Windows the real import is tested")
-    script = _SIMULATION.format(posix_only=_POSIX_ONLY)
-    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60,
-                            env={**os.environ, "PYTHONDONTWRITEBYTECODE": "1"})
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1"}
+    used = subprocess.run([sys.executable, "-c", _STDLIB_USED], capture_output=True, text=True, timeout=60, env=env)
+    assert used.returncode == 0, used.stderr
+    stdlib = [name for name in used.stdout.split() if name.split(".")[0] not in _POSIX_ONLY_MODULES]
+    script = _SIMULATION.format(stdlib=stdlib, posix_only=_POSIX_ONLY, posix_only_modules=_POSIX_ONLY_MODULES)
+    result = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, env=env)
     assert result.returncode == 0, result.stderr
     assert "windows act: the Windows confinement mechanism needs Windows" in result.stdout
     assert "no at: the at act step needs POSIX *at calls" in result.stdout
