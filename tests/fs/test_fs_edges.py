@@ -46,7 +46,7 @@ from mcp_ref_fs.root import (
     choose_mechanism,
 )
 from mcp_ref_fs.tools import FsTools, _last_bytes, _line_window
-from mcp_ref_fs.watch import Watcher, _Stop
+from mcp_ref_fs.watch import CLOCK_SLACK_NS, Watcher, _Stop
 from tests.fs.conftest import call_with_timeout, fs_command
 from tests.wire import ServerProcess, is_response, result_of, tool_call
 
@@ -971,7 +971,9 @@ def test_beyond_the_limit_only_the_roots_and_the_subscribed_files_directories_ar
     assert stop.capped and stop.watched == frozenset(paths)
     assert caplog.text.count("more than 2 directories") == 1
     # A capped watch checks only what it watches, and rebuilds when the subscribed files' directories move.
-    listed = _age(root_dir, root_dir / "dir" / "sub", root_dir / "x" / "y")
+    # With the slack the watcher itself allows: the kernel stamps mtimes from a coarse clock that may
+    # lag time.time_ns() by a tick, so a directory made just after `listed` can carry an earlier time.
+    listed = _age(root_dir, root_dir / "dir" / "sub", root_dir / "x" / "y") - CLOCK_SLACK_NS
     assert watcher._scan_watched(stop, listed, listed) == (False, False)
     (root_dir / "x" / "y" / "later").mkdir()
     assert watcher._scan_watched(stop, listed, listed) == (True, True)
