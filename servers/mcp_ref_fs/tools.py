@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterator
 from mcp_ref import InputRequired, ToolError, ToolResult, audio, blob_resource, elicit_form, embedded_resource, image, text
 
 from . import content
-from .answers import answer_budget, count, data_budget, line_index, media_note, next_call
+from .answers import answer_budget, count, data_budget, for_client, line_index, media_note, next_call
 from .answers import text_answer as _text_answer
 from .offload import IN_LOOP_READ_BYTES, Stop, Stopped, off_loop, read_start, write_all
 from .resources import location_uri
@@ -82,11 +82,12 @@ class FsTools(WalkTools):
             if refused:
                 raise ToolError(f"{name} is disabled: the server was started with --read-only, so nothing on disk may change")
             try:
-                return await handler(ctx, arguments)
+                result = await handler(ctx, arguments)
             except FsError as error:
                 raise ToolError(str(error)) from None
             except Stopped:
                 raise ToolError(f"{name} was stopped before it finished") from None
+            return for_client(result, getattr(ctx, "client_info", None)) if isinstance(result, ToolResult) else result
 
         # A long-running tool may answer a client that declared the tasks extension with a task
         # handle once it has run 0.1 s; its progress then shows as the task's status message.
