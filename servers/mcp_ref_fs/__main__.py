@@ -38,7 +38,7 @@ they stay inside their root."""
 EPILOG = """\
 limits: an answer carrying text (reads, listings, trees, searches, grep) holds at most
 --max-answer-bytes (by default the budget measured for the client that says who it is, e.g.
-claude-code 40000, codex-mcp-client 10000; 10000 for any other) and says in its text what it
+claude-code 45000, codex-mcp-client 10000; 10000 for any other) and says in its text what it
 showed and the exact arguments of the next call. A read returns at most --max-read-bytes of text, a
 media file or resource read at most --max-media-bytes, and a listing, tree, search or grep at most
 --max-entries entries (with a note saying the answer was cut). Searches stop after

@@ -1,18 +1,21 @@
 """Answers that fit the host: the answer budget, and the cues that say how to get the rest.
 
-Hosts cut what a tool returns before their model sees it, each in its own way (measured with
-the pinned hosts, see docs/filesystem-server.md "Answers that fit the host"):
+Hosts cut what a tool returns before their model sees it, each in its own way. Each budget is
+about 90 % of the largest result the pinned host passed its model whole (``make hosts``, scenario
+``limit``: a bisection to 250 bytes; see docs/filesystem-server.md "Answers that fit the host"):
 
 ==================== ================= ==================================================
-client (clientInfo)   budget (bytes)    why
+client (clientInfo)   budget (bytes)    what the host does (measured whole / cut)
 ==================== ================= ==================================================
-``claude-code``       40,000            past ~12,500 estimated tokens it counts, past 25,000
-                                        it saves the result to a file and shows a notice
-``codex-mcp-client``  10,000            keeps ~12 KB: the first ~6 KB and the last ~6 KB
-``gemini-cli-mcp-     32,000            cuts a one-part result to its first 8,000 and last
-client``                                32,000 characters
-``copilot-cli``       40,000            saves a result of ~75 KB or more to a temporary
-                                        file and shows its first 10 lines
+``claude-code``       45,000            past 50,000 characters (12,500 estimated tokens) it
+                                        counts the tokens and, past 25,000, saves the
+                                        result to a file and shows a notice (50,000 / 50,250)
+``codex-mcp-client``  10,000            keeps the first and the last part of a longer
+                                        result, "…N tokens truncated…" between (11,750 / 12,000)
+``gemini-cli-mcp-     36,000            cuts a one-part result of over 40,000 characters to
+client``                                its first 8,000 and last 32,000 (39,750 / 40,000)
+``copilot-cli``       18,000            saves a result over 20 KiB to a temporary file and
+                                        shows its first 10 lines (20,250 / 20,500)
 anyone else           10,000            the smallest of the above: it fits every known host
 ==================== ================= ==================================================
 
@@ -42,10 +45,10 @@ from .config import MIN_ANSWER_BYTES
 
 DEFAULT_ANSWER_BYTES = 10_000
 HOST_ANSWER_BYTES = {
-    "claude-code": 40_000,
+    "claude-code": 45_000,
     "codex-mcp-client": 10_000,
-    "gemini-cli-mcp-client": 32_000,
-    "copilot-cli": 40_000,
+    "gemini-cli-mcp-client": 36_000,
+    "copilot-cli": 18_000,
 }
 CUE_BYTES = 600  # kept free of data for the cue blocks, beyond the arguments they repeat
 
@@ -56,6 +59,32 @@ def text_answer(body: str, notes: list[str] | None = None) -> ToolResult:
     (Codex, many SDK clients) would show their model metadata only, or a second copy of the text,
     and hosts that count both (Copilot CLI) would spend half their room on the copy."""
     return ToolResult([text(body)] + [text(note) for note in notes or ()])
+
+
+# Hosts measured to read the first text block of a result without ``structuredContent`` as JSON:
+# Gemini CLI 0.61 wraps its stdio transport so that text which parses becomes structuredContent,
+# and its SDK then fails the call ("expected record") when that value is not an object: a
+# directory_tree page (a JSON array), a file that holds [1, 2] or 42. An empty object keeps it
+# from doing so; it shows its model the content blocks all the same.
+HOSTS_PARSING_TEXT = {"gemini-cli-mcp-client": "Gemini CLI"}
+_JSON_NOT_OBJECT = frozenset('["-0123456789tfn')  # how JSON that is not an object starts
+
+
+def for_client(result: ToolResult, client_info: dict[str, Any] | None) -> ToolResult:
+    """``result`` as ``client_info``'s host handles it: for a host of ``HOSTS_PARSING_TEXT``, an
+    empty ``structuredContent`` when the first text block would parse as JSON other than an object."""
+    name = client_info.get("name") if isinstance(client_info, dict) else None
+    if name not in HOSTS_PARSING_TEXT or result.has_structured_content or result.is_error or not result.content:
+        return result
+    first = result.content[0]
+    body = first.get("text") if first.get("type") == "text" else None
+    if not isinstance(body, str) or body.lstrip()[:1] not in _JSON_NOT_OBJECT:
+        return result
+    try:
+        json.loads(body)
+    except ValueError:
+        return result
+    return ToolResult(result.content, {}, result.is_error)
 
 
 # Hosts measured to pass no image or audio block of a tool result to their model: GitHub Copilot

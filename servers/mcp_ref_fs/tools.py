@@ -18,7 +18,7 @@ from mcp_ref import ToolError, ToolResult, audio, blob_resource, embedded_resour
 from . import content
 # The answer helpers under the names this module has always used for them.
 from .answers import answer as _result, first_bytes as _first_bytes, last_bytes as _last_bytes
-from .answers import answer_budget, count, data_budget, line_index, media_note, next_call
+from .answers import answer_budget, count, data_budget, for_client, line_index, media_note, next_call
 from .answers import text_answer as _text_answer
 from .offload import (IN_LOOP_READ_BYTES, Stop, Stopped, base64_answer_bytes, off_loop, read_start, reserve_for, sandboxed,
                       text_answer_bytes)
@@ -80,11 +80,12 @@ class FsTools(WalkTools, WritingTools):
             if refused:
                 raise ToolError(f"{name} is disabled: the server was started with --read-only, so nothing on disk may change")
             try:
-                return await handler(ctx, arguments)
+                result = await handler(ctx, arguments)
             except FsError as error:
                 raise ToolError(str(error)) from None
             except Stopped:
                 raise ToolError(f"{name} was stopped before it finished") from None
+            return for_client(result, getattr(ctx, "client_info", None)) if isinstance(result, ToolResult) else result
 
         # A long-running tool may answer a client that declared the tasks extension with a task
         # handle once it has run 0.1 s; its progress then shows as the task's status message.

@@ -105,7 +105,7 @@ async def test_a_name_search_notices_its_time_limit_within_stop_every_entries(
     for index in range(3 * offload.STOP_EVERY):
         (root / f"f{index:03d}.txt").write_bytes(b"")
     sandbox = Sandbox.open([str(root)])
-    tools = FsTools(Server("fast", "0"), sandbox, Config(roots=(str(root),), search_seconds=0.2))
+    tools = FsTools(Server("fast", "0"), sandbox, Config(roots=(str(root),), search_seconds=0.2, max_answer_bytes=1_000_000))
     consumed: list[tuple[str, ...]] = []
     real_walk = sandbox.walk
 

@@ -11,7 +11,11 @@ protocol era each host opened with, and a summary. Exit status 1 on any FAIL.
 No real model, no credentials: the keys are dummies, the environment is built from scratch (a
 real key in yours is never passed on), telemetry and update checks are off where the host allows.
 
-    python tools/hosts/run.py [--host NAME]... [--scenario NAME]... [--keep]
+    python tools/hosts/run.py [--host NAME]... [--scenario NAME]... [--keep] [--results FILE]
+                              [--bin OTHER_CHECKOUT/.venv/bin]
+
+``--bin`` runs the mcp-ref-fs of another checkout, to compare what the hosts' models saw with
+an older server ("before"); the ``limit`` scenario needs a server that has ``--max-answer-bytes``.
 """
 
 from __future__ import annotations
@@ -36,7 +40,6 @@ from tools.hosts.standin import StandIn, name_of, read_log  # noqa: E402
 
 CACHE = ROOT / ".hosts"
 HOSTS_DIR = Path(__file__).resolve().parent
-TIMEOUT = 180  # seconds for one host run
 
 
 @dataclass
@@ -119,13 +122,13 @@ HOSTS = [
 ]
 
 
-def server_entry(fs_command: str, root: Path, wire_log: Path) -> dict[str, Any]:
-    """``print-config``'s entry for ``root``, its command run through the wiretap."""
+def server_entry(fs_command: str, root: Path, wire_log: Path, extra: list[str]) -> dict[str, Any]:
+    """``print-config``'s entry for ``root`` (and ``extra`` arguments), its command run through the wiretap."""
     printed = subprocess.run([fs_command, "print-config", "--client", "claude-desktop", str(root)],
                              capture_output=True, text=True, check=True).stdout
     entry = json.loads(printed)["mcpServers"][SERVER]
     return {"command": sys.executable,
-            "args": [str(HOSTS_DIR / "wiretap.py"), str(wire_log), "--", entry["command"], *entry["args"]]}
+            "args": [str(HOSTS_DIR / "wiretap.py"), str(wire_log), "--", entry["command"], *entry["args"], *extra]}
 
 
 def run_one(host: Host, scenario: Scenario, bin_dir: Path, node_dir: Path, fs_command: str, keep: Path | None) -> dict[str, Any]:
@@ -133,26 +136,28 @@ def run_one(host: Host, scenario: Scenario, bin_dir: Path, node_dir: Path, fs_co
     root = work / "served"
     root.mkdir()
     make_folder(root)
+    if scenario.prepare:
+        scenario.prepare(root)
     (work / "home").mkdir(exist_ok=True)
     model_log, wire_log = work / "model.jsonl", work / "wire.jsonl"
     standin = StandIn(scenario.script(root), model_log, SERVER_TOOLS)
     port = standin.start()
-    argv, extra = host.setup(work, port, server_entry(fs_command, root, wire_log), scenario)
+    argv, extra = host.setup(work, port, server_entry(fs_command, root, wire_log, scenario.server_args), scenario)
     env = {"PATH": npmcache.path_with(node_dir), "HOME": str(work / "home"), "LANG": "C.UTF-8", "TERM": "dumb",
            "NO_COLOR": "1", "CI": "1", **extra}
     started = time.monotonic()
     try:
         done = subprocess.run([str(bin_dir / host.binary), *argv], cwd=root, env=env, stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=TIMEOUT)
+                              capture_output=True, text=True, timeout=scenario.timeout)
         output, code = done.stdout + done.stderr, done.returncode
     except subprocess.TimeoutExpired as expired:
-        output = f"(stopped after {TIMEOUT} s) " + str(expired.stdout or "") + str(expired.stderr or "")
+        output = f"(stopped after {scenario.timeout} s) " + str(expired.stdout or "") + str(expired.stderr or "")
         code = None
     seconds = time.monotonic() - started
     standin.stop()
     log = read_log(model_log)
     wire = [json.loads(line) for line in wire_log.read_text().splitlines()] if wire_log.exists() else []
-    outcome = Outcome(root, [e for e in log if e.get("turn")], wire, output, code)
+    outcome = Outcome(root, [e for e in log if e.get("turn")], wire, output, code, host.name)
     try:
         problem = scenario.check(outcome)
         status = "PASS" if problem is None else "FAIL"
@@ -161,6 +166,11 @@ def run_one(host: Host, scenario: Scenario, bin_dir: Path, node_dir: Path, fs_co
         status, detail = "SKIP", str(skip)
     except AssertionError as error:
         status, detail = "FAIL", str(error)
+    seen = scenario.describe(outcome) if scenario.describe else None
+    if seen and status != "PASS":
+        detail += f"; the model saw: {seen}"
+    elif seen:
+        detail = seen
     if status == "FAIL":
         errors = [e["error"] for e in log if "error" in e]
         detail += f" (host exit {code}; {(errors[0] if errors else output.strip()[-300:])!r})"
@@ -170,8 +180,9 @@ def run_one(host: Host, scenario: Scenario, bin_dir: Path, node_dir: Path, fs_co
         shutil.rmtree(target, ignore_errors=True)
         shutil.copytree(work, target, ignore=shutil.ignore_patterns("node_modules"))
     shutil.rmtree(work, ignore_errors=True)
-    return {"host": host.name, "scenario": scenario.name, "status": status, "detail": detail,
-            "seconds": seconds, "era": _era(first, outcome)}
+    return {"host": host.name, "scenario": scenario.name, "status": status, "detail": detail, "seen": seen,
+            "seconds": seconds, "era": _era(first, outcome), "client": outcome.client_name(),
+            "turns": len(outcome.turns)}
 
 
 def _summary(scenario: Scenario, outcome: Outcome) -> str:
@@ -203,7 +214,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--host", action="append", choices=[h.name for h in HOSTS], help="these hosts only")
     parser.add_argument("--scenario", action="append", choices=[s.name for s in SCENARIOS], help="these scenarios only")
     parser.add_argument("--keep", action="store_true", help="keep each run's folder (logs, config) in .hosts/runs/")
-    parser.add_argument("--bin", default=str(Path(sys.executable).parent), help="where mcp-ref-fs is")
+    parser.add_argument("--bin", default=str(Path(sys.executable).parent),
+                        help="the folder of the mcp-ref-fs to run (another checkout's venv/bin, to compare)")
+    parser.add_argument("--results", type=Path, help="write every run's row (status, what the model saw) to this JSON file")
     args = parser.parse_args(argv)
     hosts = [h for h in HOSTS if not args.host or h.name in args.host]
 
@@ -232,6 +245,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{host.name:<12} {host.package.rsplit('@', 1)[1]:<9} {host.api:<34} first message: {', '.join(eras)}; "
               f"{counts['PASS']} passed, {counts['FAIL']} failed, {counts['SKIP']} skipped, "
               f"{sum(r['seconds'] for r in mine):.0f} s")
+    if args.results:
+        args.results.write_text(json.dumps(rows, indent=1) + "\n")
     failed = sum(r["status"] == "FAIL" for r in rows)
     print(f"hosts: {len(rows) - failed}/{len(rows)} runs passed or skipped, {failed} failed; "
           f"install {install_seconds:.0f} s, runs {time.monotonic() - started - install_seconds:.0f} s")

@@ -7,11 +7,11 @@ the folder the server served, every turn the model saw (``Outcome.turns``: the t
 each tool result exactly as the host passed it) and every line on the wire between host and
 server (``Outcome.wire``).
 
-To add one, append a ``Scenario`` to ``SCENARIOS``. For example, paging through a large file by
-the server's cues would be a script whose step reads ``turn.last.text``, finds the offset the
-server suggests, and returns ``turn.call("read_text_file", path=..., offset=N)`` until the text
-says it reached the end; its check compares ``outcome.wire_results()`` (what the server sent)
-with ``outcome.seen_results()`` (what the model got) to prove nothing was cut or saved aside.
+To add one, append a ``Scenario`` to ``SCENARIOS``. The big-answer scenarios (``page-*``,
+``media``, ``limit``) live in ``pages.py``: their scripts read the cue in ``turn.last.verbatim``
+and make the call it names, and their checks compare ``outcome.wire_results()`` (what the server
+sent) with ``outcome.seen_results()`` (what the model got, each result as it first arrived) to
+prove nothing was cut or saved aside.
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from tools.hosts import pages
+from tools.hosts.shapes import saw
 from tools.hosts.standin import Say, Script, Turn, server_names, steps
 
 # The tools mcp-ref-fs lists (tools/list), which every host must offer the model.
@@ -52,10 +54,20 @@ class Outcome:
     wire: list[dict[str, Any]]  # the wiretap's lines: {"dir": "host"|"server", "line": ...}
     output: str  # the host's stdout and stderr
     returncode: int | None
+    host: str = ""  # the host's name in run.HOSTS
 
     def seen_results(self) -> list[dict[str, Any]]:
-        """The tool results of the last turn: every one, as the model saw it."""
-        return self.turns[-1]["results"] if self.turns else []
+        """Every tool result the model saw, in order, each once (a turn logs the ones it adds)."""
+        return [result for turn in self.turns for result in turn.get("results", [])]
+
+    def client_name(self) -> str | None:
+        """The name the host gave itself (``clientInfo``: in ``initialize``, or a request's _meta)."""
+        for direction, message in self.wire_messages():
+            params = (message.get("params") or {}) if direction == "host" else {}
+            info = params.get("clientInfo") or (params.get("_meta") or {}).get("io.modelcontextprotocol/clientInfo")
+            if isinstance(info, dict) and isinstance(info.get("name"), str):
+                return info["name"]
+        return None
 
     def wire_messages(self) -> list[tuple[str, dict[str, Any]]]:
         found = []
@@ -124,6 +136,10 @@ class Scenario:
     check: Check
     accept: bool = False  # configure the host to accept the server's elicitation, where it can
     only: set[str] = field(default_factory=set)  # hosts it runs on (empty: all)
+    prepare: Callable[[Path], None] | None = None  # adds what this scenario needs to the served folder
+    server_args: list[str] = field(default_factory=list)  # after print-config's arguments
+    timeout: int = 180  # seconds for the host's run
+    describe: Callable[[Outcome], str] | None = None  # what the model saw, for the PASS or FAIL line
 
 
 def _one_result(outcome: Outcome) -> dict[str, Any]:
@@ -131,11 +147,6 @@ def _one_result(outcome: Outcome) -> dict[str, Any]:
     if not results:
         raise AssertionError("the model never got a tool result")
     return results[0]
-
-
-def saw(text: str, wanted: str) -> bool:
-    """Did the model see ``wanted``: as it is, or escaped inside JSON text (hosts pass either)?"""
-    return wanted in text or json.dumps(wanted)[1:-1] in text
 
 
 def _judge(*conditions: tuple[bool, str]) -> str | None:
@@ -236,4 +247,75 @@ SCENARIOS = [
     Scenario("delete-accepted", "Delete doomed.txt.", lambda root: steps(
         _call("delete_file", path=str(root / "doomed.txt"))), check_accepted, accept=True, only={"claude-code"}),
     Scenario("resource", "Read notes.txt as a resource.", resource_script, check_resource),
+]
+
+
+# --- big answers (tools/hosts/pages.py) -----------------------------------------------------------
+
+PAGE_SECONDS = 900  # a 2 MB file at 10 KB a page is over 200 turns of the host's loop
+
+
+def _walk(name: str, prompt: str, prepare: Callable[[Path], None]) -> Scenario:
+    walk = pages.WALKS[name]
+    return Scenario(name, prompt, lambda root: pages.follow_cues(walk.tool, **walk.arguments(root)), walk.check,
+                    prepare=prepare, timeout=PAGE_SECONDS, describe=walk.describe)
+
+
+def check_limit(outcome: Outcome) -> str | None:
+    from mcp_ref_fs.answers import answer_budget
+
+    largest, _, _ = pages.measured(outcome)
+    name = outcome.client_name()
+    budget = answer_budget(None, {"name": name} if name else None)
+    if largest is None:
+        return f"no probe reached the model whole ({describe_limit(outcome)})"
+    return _judge((largest >= budget, f"the host passes whole only {largest:,} bytes, less than the budget of "
+                                      f"{budget:,} the server gives {name!r}"))
+
+
+def describe_limit(outcome: Outcome) -> str:
+    largest, cut, cut_text = pages.measured(outcome)
+    whole = f"whole up to {largest:,} bytes" if largest else "nothing whole"
+    if cut is None:
+        return f"{whole}, the largest probe"
+    return (f"{whole}; at {cut:,}: " +
+            pages.what_is_in(cut_text, pages.probe_key(cut), cut // 64 + 1, "probe lines"))
+
+
+def check_media(outcome: Outcome) -> str | None:
+    from mcp_ref_fs.answers import HOSTS_WITHOUT_MEDIA
+
+    result = _one_result(outcome)
+    path = outcome.root / pages.PICTURE
+    line = f"{path}: image/png, {path.stat().st_size:,} bytes, sent as an image block."
+    images = [mime for mime, _ in outcome.turns[-1].get("media", []) if mime.startswith("image/")]
+    if not saw(result["text"], line):
+        return f"the model did not get the line saying what the file is; it saw {result['text'][:160]!r}"
+    if outcome.client_name() in HOSTS_WITHOUT_MEDIA:
+        return _judge((not images, f"the host passed {images} to its model: it shows images now (drop it from "
+                                   "HOSTS_WITHOUT_MEDIA in servers/mcp_ref_fs/answers.py)"),
+                      (saw(result["text"], "this line is all of it that reaches you"),
+                       f"the model was not told that its host drops images: {result['text'][:200]!r}"))
+    return _judge((bool(images), "the model API request carried no image part"))
+
+
+def describe_media(outcome: Outcome) -> str:
+    results = outcome.seen_results()
+    if not results:
+        return "no tool result reached the model"
+    media = outcome.turns[-1].get("media", []) if outcome.turns else []
+    parts = ", ".join(f"{mime} ({size:,} base64 characters)" for mime, size in media) or "no image part"
+    text = " ".join(results[0]["text"].split())
+    return f"{parts}; text {text[:110]!r}" + ("..." if len(text) > 110 else "")
+
+
+SCENARIOS += [
+    _walk("page-read", "Read big.txt to its last line.", pages.make_big),
+    _walk("page-tree", "Show the whole tree of tree/.", pages.make_tree),
+    _walk("page-search", "Find every .log file under tree/.", pages.make_tree),
+    _walk("page-grep", "Find every line saying match here under tree/.", pages.make_tree),
+    Scenario("media", "Show me picture.png.", lambda root: steps(_call("read_media_file", path=str(root / pages.PICTURE))),
+             check_media, prepare=pages.make_picture, describe=describe_media),
+    Scenario("limit", "Read the probes.", pages.measure_script, check_limit, prepare=pages.make_probes,
+             server_args=["--max-answer-bytes", str(pages.MEASURE_BUDGET)], timeout=PAGE_SECONDS, describe=describe_limit),
 ]

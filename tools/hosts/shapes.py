@@ -26,9 +26,14 @@ class Result:
     """One tool result as the model saw it."""
 
     name: str  # the host's name of the tool that produced it
-    text: str  # every string in the result, joined by newlines (what a model reads)
+    text: str  # every string in the result, joined by newlines, JSON inside strings read too
     is_error: bool
     raw: Any  # the result as the API carried it
+    verbatim: str = ""  # every string in the result as it is (what a model reads), joined by newlines
+
+    @classmethod
+    def of(cls, name: str, value: Any, is_error: bool, raw: Any) -> Result:
+        return cls(name, text_of(value), is_error, raw, text_of(value, parse=False))
 
 
 @dataclass
@@ -46,6 +51,12 @@ class Seen:
     # Responses API: tools grouped in a namespace tool are offered as "NAMESPACE__TOOL", and a
     # call to one goes out as {"name": TOOL, "namespace": NAMESPACE}.
     namespaces: dict[str, tuple[str, str]] = field(default_factory=dict)
+    # Every image or audio part of the conversation: (MIME type, base64 characters).
+    media: list[tuple[str, int]] = field(default_factory=list)
+    # The text of a user message after the model's tool calls and their last result: the host's
+    # own question about the conversation (Copilot CLI asks for a summary when it compacts the
+    # history, with the tools still offered), not a turn of the agent loop.
+    question: str | None = None
 
 
 @dataclass
@@ -63,16 +74,63 @@ class Say:
 Step = Call | Say
 
 
-def text_of(value: Any) -> str:
-    """The strings of a JSON value, in order, joined by newlines (JSON text inside is parsed)."""
+def media_part(node: Any) -> tuple[str, int] | None:
+    """``(MIME type, base64 characters)`` when ``node`` is an image or audio part of a request in
+    one of the four APIs (a ``data:`` URL carries its type in front), else None."""
+    if not isinstance(node, dict):
+        return None
+    kind = node.get("type")
+    if kind in ("image", "audio", "document") and isinstance(node.get("source"), dict):  # Anthropic
+        source = node["source"]
+        return str(source.get("media_type", "?")), len(str(source.get("data", "")))
+    inline = node.get("inlineData") or node.get("inline_data")  # Gemini
+    if isinstance(inline, dict):
+        return str(inline.get("mimeType") or inline.get("mime_type") or "?"), len(str(inline.get("data", "")))
+    url = node.get("image_url") if kind in ("input_image", "image_url") else None  # Responses, Chat
+    if isinstance(url, dict):
+        url = url.get("url")
+    if isinstance(url, str):
+        head, _, data = url.partition(",")
+        return (head[5:].split(";")[0] if head.startswith("data:") else "?"), len(data)
+    if kind == "input_audio" and isinstance(node.get("input_audio"), dict):
+        audio = node["input_audio"]
+        return "audio/" + str(audio.get("format", "?")), len(str(audio.get("data", "")))
+    return None
+
+
+def media_in(value: Any) -> list[tuple[str, int]]:
+    """Every image or audio part anywhere in ``value``, in order."""
+    found: list[tuple[str, int]] = []
+
+    def walk(node: Any) -> None:
+        part = media_part(node)
+        if part is not None:
+            found.append(part)
+        elif isinstance(node, dict):
+            for child in node.values():
+                walk(child)
+        elif isinstance(node, list):
+            for child in node:
+                walk(child)
+
+    walk(value)
+    return found
+
+
+def text_of(value: Any, parse: bool = True) -> str:
+    """The strings of a JSON value, in order, joined by newlines (with ``parse``, JSON text
+    inside a string is read as JSON too; image and audio parts are left out: their base64 is
+    not text a model reads)."""
     parts: list[str] = []
 
     def walk(node: Any, key: str | None) -> None:
+        if media_part(node) is not None:
+            return
         if isinstance(node, str):
             if key in ("type", "mimeType", "mime_type", "tool_use_id", "call_id", "id", "role"):
                 return
             stripped = node.strip()
-            if stripped[:1] in "[{":
+            if parse and stripped[:1] in "[{":
                 try:
                     walk(json.loads(stripped), key)
                     return
@@ -88,6 +146,14 @@ def text_of(value: Any) -> str:
 
     walk(value, None)
     return "\n".join(parts)
+
+
+def saw(text: str, wanted: str) -> bool:
+    """Did the model see ``wanted``: as it is, or escaped inside JSON text (hosts pass either)?"""
+    if wanted in text:
+        return True
+    escaped = json.dumps(wanted, ensure_ascii=False)[1:-1]
+    return escaped in text or json.dumps(wanted)[1:-1] in text
 
 
 def _first_text(content: Any) -> str:
@@ -106,20 +172,24 @@ def anthropic_seen(body: dict[str, Any]) -> Seen:
     results: list[Result] = []
     calls = 0
     prompt = ""
+    question = None
     for message in body.get("messages", []):
         content = message.get("content")
         blocks = content if isinstance(content, list) else []
         if message.get("role") == "user" and not prompt:
             prompt = _first_text(content)
+        elif message.get("role") == "user" and calls:
+            question = None if any(b.get("type") == "tool_result" for b in blocks) else _first_text(content)
         for block in blocks:
             if block.get("type") == "tool_use":
                 calls += 1
                 names[block.get("id", "")] = block.get("name", "")
             elif block.get("type") == "tool_result":
-                results.append(Result(names.get(block.get("tool_use_id", ""), ""), text_of(block.get("content")),
-                                      bool(block.get("is_error")), block))
+                results.append(Result.of(names.get(block.get("tool_use_id", ""), ""), block.get("content"),
+                                         bool(block.get("is_error")), block))
     offered = [tool["name"] for tool in body.get("tools", []) if isinstance(tool, dict) and "name" in tool]
-    return Seen("anthropic", body.get("model", ""), bool(body.get("stream")), offered, results, calls, prompt)
+    return Seen("anthropic", body.get("model", ""), bool(body.get("stream")), offered, results, calls, prompt,
+                media=media_in(body.get("messages")), question=question)
 
 
 def anthropic_render(step: Step, model: str) -> tuple[dict[str, Any], list[tuple[str, dict[str, Any]]]]:
@@ -155,22 +225,28 @@ def gemini_seen(body: dict[str, Any], model: str, stream: bool) -> Seen:
     results: list[Result] = []
     calls = 0
     prompt = ""
+    question = None
     for content in body.get("contents", []):
-        for part in content.get("parts", []) or []:
+        parts = content.get("parts", []) or []
+        if content.get("role") == "user" and calls and prompt:
+            answered = any("functionResponse" in part for part in parts)
+            question = None if answered else "\n".join(part.get("text", "") for part in parts)
+        for part in parts:
             if "functionCall" in part:
                 calls += 1
             elif "functionResponse" in part:
                 response = part["functionResponse"]
                 payload = response.get("response")
                 error = isinstance(payload, dict) and "error" in payload and "output" not in payload
-                results.append(Result(response.get("name", ""), text_of(payload), error, part))
+                results.append(Result.of(response.get("name", ""), payload, error, part))
             elif "text" in part and content.get("role") == "user" and not prompt:
                 prompt = part["text"]
     offered = [declaration["name"] for tool in body.get("tools", []) or []
                for declaration in tool.get("functionDeclarations", []) or [] if "name" in declaration]
     config = body.get("generationConfig") or {}
     schema = config.get("responseJsonSchema") or config.get("responseSchema")
-    return Seen("gemini", model, stream, offered, results, calls, prompt, schema)
+    return Seen("gemini", model, stream, offered, results, calls, prompt, schema, media=media_in(body.get("contents")),
+                question=question)
 
 
 def gemini_render(step: Step, model: str) -> dict[str, Any]:
@@ -210,15 +286,20 @@ def responses_seen(body: dict[str, Any]) -> Seen:
     calls = 0
     prompt = ""
     items = body.get("input")
+    question = None
     for item in items if isinstance(items, list) else []:
         kind = item.get("type", "message")
+        if kind == "function_call_output":
+            question = None
+        elif kind == "message" and item.get("role") == "user" and prompt and calls:
+            question = _first_text(item.get("content"))
         if kind == "function_call":
             calls += 1
             prefix = f"{item['namespace']}__" if item.get("namespace") else ""
             names[item.get("call_id", "")] = prefix + item.get("name", "")
         elif kind == "function_call_output":
             output = item.get("output")
-            results.append(Result(names.get(item.get("call_id", ""), ""), text_of(output), False, item))
+            results.append(Result.of(names.get(item.get("call_id", ""), ""), output, False, item))
         elif kind == "message" and item.get("role") == "user" and not prompt:
             prompt = _first_text(item.get("content"))
     if isinstance(items, str):
@@ -234,7 +315,7 @@ def responses_seen(body: dict[str, Any]) -> Seen:
         elif tool.get("name"):
             offered.append(tool["name"])
     return Seen("responses", body.get("model", ""), bool(body.get("stream")), offered, results, calls, prompt,
-                namespaces=namespaces)
+                namespaces=namespaces, media=media_in(items), question=question)
 
 
 def responses_render(step: Step, model: str, namespaces: dict[str, tuple[str, str]] | None = None,
@@ -276,6 +357,7 @@ def chat_seen(body: dict[str, Any]) -> Seen:
     results: list[Result] = []
     calls = 0
     prompt = ""
+    question = None
     for message in body.get("messages", []):
         role = message.get("role")
         if role == "assistant":
@@ -283,12 +365,16 @@ def chat_seen(body: dict[str, Any]) -> Seen:
                 calls += 1
                 names[call.get("id", "")] = call.get("function", {}).get("name", "")
         elif role == "tool":
-            results.append(Result(names.get(message.get("tool_call_id", ""), ""), text_of(message.get("content")),
-                                  False, message))
+            results.append(Result.of(names.get(message.get("tool_call_id", ""), ""), message.get("content"),
+                                     False, message))
+            question = None
         elif role == "user" and not prompt:
             prompt = _first_text(message.get("content"))
+        elif role == "user" and calls:
+            question = _first_text(message.get("content"))
     offered = [tool.get("function", {}).get("name", "") for tool in body.get("tools", []) or []]
-    return Seen("chat", body.get("model", ""), bool(body.get("stream")), [n for n in offered if n], results, calls, prompt)
+    return Seen("chat", body.get("model", ""), bool(body.get("stream")), [n for n in offered if n], results, calls, prompt,
+                media=media_in(body.get("messages")), question=question)
 
 
 def chat_render(step: Step, model: str) -> tuple[dict[str, Any], list[dict[str, Any]]]:

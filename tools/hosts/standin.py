@@ -9,9 +9,18 @@ Every API shape of ``shapes.py`` is served on one port, chosen by the request pa
 
 A request that offers the server's tools is a turn of the agent loop: the script gets a ``Turn``
 (the tools offered, every tool result so far as the host passed it) and returns the next step,
-a ``Call`` or a final ``Say``. Any other request (a title, a routing or next-speaker check) is a
-side request, answered with a short text or the smallest value its response schema allows.
-Every request is logged, one JSON object per line: for a turn, exactly what the model saw.
+a ``Call`` or a final ``Say``. Any other request (a title, a routing or next-speaker check, or a
+question the host asks about the conversation after the tool results, such as Copilot CLI's
+summary when it compacts the history) is a side request, answered with a short text or the
+smallest value its response schema allows.
+Every request is logged, one JSON object per line: for a turn, the tool results the model saw
+that it had not seen in the turn before (a host resends the whole conversation each time, and a
+2 MB file read in pages would otherwise be logged once per page), exactly as the host passed
+them, and the image or audio parts the request carried.
+
+Token counts (Anthropic ``count_tokens``) are answered with the UTF-8 bytes of the request's
+text: no byte-level tokenizer counts more, so a host that checks a result's size by counting
+its tokens is measured here at its strictest.
 """
 
 from __future__ import annotations
@@ -29,6 +38,7 @@ from tools.http11 import EventStream, HttpError, read_request, send_json
 from tools.hosts import shapes
 from tools.hosts.shapes import Call, Result, Say, Seen, Step
 
+RAW_BODY_BYTES = 512 * 1024  # bigger request bodies are left out of model.raw.jsonl (the last one is kept)
 _GEMINI = re.compile(r"/v1(?:beta|alpha)?/models/([^/:]+):(generateContent|streamGenerateContent|countTokens)$")
 
 
@@ -93,6 +103,7 @@ class StandIn:
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
+        self._results_logged = 0  # tool results the last logged turn held
 
     # --- lifecycle ---------------------------------------------------------------------------
 
@@ -138,8 +149,12 @@ class StandIn:
             body = json.loads(request.body) if request.body else {}
         except ValueError:
             body = {}
-        with self.log_path.with_suffix(".raw.jsonl").open("a") as raw:  # every request, whole
-            raw.write(json.dumps({"method": request.method, "target": request.target, "body": body}) + "\n")
+        with self.log_path.with_suffix(".raw.jsonl").open("a") as raw:  # every request, whole unless huge
+            whole = len(request.body) <= RAW_BODY_BYTES
+            raw.write(json.dumps({"method": request.method, "target": request.target, "bytes": len(request.body),
+                                  "body": body if whole else "(left out: see model.last.json)"}) + "\n")
+        if not whole:
+            self.log_path.with_name("model.last.json").write_bytes(request.body)
         try:
             await self._route(request.method, path, request.target, body, writer)
         except Exception as error:  # a stand-in bug is the run's failure, logged where the run looks
@@ -157,7 +172,9 @@ class StandIn:
             await send_json(writer, 404, {"error": {"message": f"no {method} {path} here"}})
             return
         if path.endswith("/messages/count_tokens"):
-            await send_json(writer, 200, {"input_tokens": 100})
+            counted = len(shapes.text_of([body.get("system"), body.get("messages")]).encode("utf-8"))
+            self._log({"path": path, "side": "count_tokens", "input_tokens": counted})
+            await send_json(writer, 200, {"input_tokens": max(counted, 1)})
             return
         gemini = _GEMINI.search(path)
         if gemini and gemini.group(2) == "countTokens":
@@ -186,9 +203,20 @@ class StandIn:
             self._log({"path": path, "side": "no server tools offered", "api": seen.api, "offered": seen.offered,
                        "answer": text})
             return Say(text)
+        if seen.question is not None:
+            text = "The model has been following the server's cues; it goes on from the last one."
+            self._log({"path": path, "side": "a question about the conversation", "api": seen.api,
+                       "question": seen.question[:300], "answer": text})
+            return Say(text)
         step = self.script(turn)
+        # The results not in the last logged turn: all new ones, or (the host dropped or
+        # summarised earlier ones) the last one.
+        held = len(seen.results)
+        new = seen.results[self._results_logged:] if held >= self._results_logged else seen.results[-1:]
+        self._results_logged = held
         self._log({"turn": True, "path": path, "api": seen.api, "model": seen.model, "offered": seen.offered,
-                   "results": [{k: v for k, v in asdict(r).items() if k != "raw"} for r in seen.results],
+                   "results": [{k: v for k, v in asdict(r).items() if k != "raw"} for r in new],
+                   "result_count": held, "media": seen.media,
                    "calls": seen.calls, "step": asdict(step) | {"kind": type(step).__name__}})
         return step
 
