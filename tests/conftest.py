@@ -7,8 +7,12 @@ runs. Whether the id exists in spec/ is checked by tests/test_spec_traceability.
 
 from __future__ import annotations
 
+import getpass
 import importlib.util
+import os
+import subprocess
 import sys
+import tempfile
 from pathlib import Path
 from types import ModuleType
 
@@ -28,6 +32,24 @@ def load_trace() -> ModuleType:
         sys.modules[_TRACE_MODULE] = module  # dataclasses look their module up here
         spec.loader.exec_module(module)
     return module
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    # Some tests build trees 1000 levels deep (tests/fs/test_fs_lookups.py removes its own with
+    # `rm -rf` when it ends). A run killed meanwhile leaves one in pytest's temporary root, and
+    # every later run on that machine rotates old folders out with shutil.rmtree, which recurses
+    # once per level and stops at Python's default limit of 1000 frames (RecursionError, a red
+    # run). Leftover `garbage-*` folders are removed here with `rm -rf`, which has no such limit,
+    # and the limit is raised for the numbered folders pytest rotates out itself.
+    sys.setrecursionlimit(max(sys.getrecursionlimit(), 20_000))
+    temproot = Path(os.environ.get("PYTEST_DEBUG_TEMPROOT") or tempfile.gettempdir())
+    try:
+        user = getpass.getuser()
+    except (ImportError, KeyError, OSError):
+        return
+    garbage = [str(path) for path in (temproot / f"pytest-of-{user}").glob("garbage-*")]
+    if garbage:
+        subprocess.run(["rm", "-rf", "--", *garbage], check=False)
 
 
 def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
