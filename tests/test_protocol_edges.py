@@ -541,8 +541,12 @@ def _modern_lookups() -> list[Any]:
     def listed(v: Any) -> Any:  # where an object is the right type, test lists only
         return v if isinstance(v, list) else [v]
 
-    plain = lambda v: None
-    roots = lambda v: modern_meta(capabilities={**ROOTS, **FORM})
+    def plain(v: Any) -> None:
+        return None
+
+    def roots(v: Any) -> Any:
+        return modern_meta(capabilities={**ROOTS, **FORM})
+
     return [
         pytest.param("server/discover", lambda v: {}, meta(log_level=None), id="meta-logLevel"),
         pytest.param("server/discover", lambda v: {}, meta(protocol_version=None), id="meta-protocolVersion"),
