@@ -1,24 +1,50 @@
-"""Regression tests from a hostile review of the act-step / hot-path commits (e8cdf43 and around).
+"""Names from a file tree are shown escaped wherever they could forge, reorder or hide text
+(FS-NON-UTF8-NAMES): line breaks that would fake a listing line, bidi controls that reorder it,
+and invisible characters a language model would read but a user would not see.
 
-Each test here failed when it was written; each docstring says what a malicious client or a
-malicious file tree gains, and where the cause lies. (What the review tried and found to hold is
-in its report, not here.)
+``display_name`` (root.py) is what listings, trees and searches print; a test of a listing over
+real stdio checks that the name arrives escaped.
 """
 
 from __future__ import annotations
 
-import os
-import threading
-import types
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from mcp_ref import Server
-from mcp_ref_fs.config import Config
-from mcp_ref_fs.root import Sandbox, display_name
-from mcp_ref_fs.tools import FsTools
+from mcp_ref_fs.root import display_name
+from tests.fs.conftest import fs_command
+from tests.wire import ServerProcess, result_of, tool_call
+
+
+@pytest.fixture
+def tree(tmp_path: Path) -> Path:
+    root = tmp_path / "root"
+    (root / "mid" / "inner").mkdir(parents=True)
+    (root / "mid" / "inner" / "keep.txt").write_text("kept\n")
+    return root
+
+
+@pytest.mark.req("FS-NON-UTF8-NAMES")
+@pytest.mark.parametrize(("name", "shown"), [
+    ("evil\n[DIR] fake_dir", "evil\\x0a[DIR] fake_dir"),
+    ("carriage\rreturn", "carriage\\x0dreturn"),
+    ("esc\x1b[31mred", "esc\\x1b[31mred"),
+    ("right\u202eleft", "right\\u202eleft"),
+    ("tab\tkept", "tab\tkept"),
+    ("plain é name", "plain é name"),
+])
+def test_names_that_could_forge_or_reorder_listing_lines_are_shown_escaped(name: str, shown: str) -> None:
+    assert display_name(name) == shown
+
+
+def test_a_name_with_a_newline_cannot_forge_a_line_of_list_directory(tree: Path) -> None:
+    (tree / "evil\n[DIR] fake_dir").write_text("x")
+    with ServerProcess(fs_command(tree)) as server:
+        result = result_of(server.request(tool_call(1, "list_directory", {"path": str(tree)})))
+    lines = result["content"][0]["text"].split("\n")
+    assert "[DIR] fake_dir" not in lines
+    assert "[FILE] evil\\x0a[DIR] fake_dir" in lines
 
 
 @pytest.mark.req("FS-NON-UTF8-NAMES")
@@ -45,42 +71,3 @@ def test_display_name_escapes_invisible_tag_and_zero_width_characters() -> None:
     for hidden in ("\U000e0041\U000e0042", "\u200b", "\u200d", "\u2060", "\ufeff"):
         shown = display_name(f"readme{hidden}.txt")
         assert all(char not in shown for char in hidden), ascii(shown)
-
-
-async def test_list_directory_does_not_resolve_links_on_the_event_loop(tmp_path: Path) -> None:
-    """A directory of at most IN_LOOP_ENTRIES names is listed on the event loop
-    (tools.FsTools._entries: ``list_directory_page(..., most=IN_LOOP_ENTRIES)``), and that listing
-    resolves every link it shows (root.py ``Sandbox.list_directory_page`` -> ``_linked`` ->
-    ``_lookup(follow_final=True)``): up to MAX_LINK_HOPS + 1 hops per link, each hop opening the
-    link's directory again from the root (one ``openat`` per component with the walk mechanism,
-    the default on macOS and on kernels without openat2). A malicious tree with 1000 links, each
-    starting a 40-link chain in a directory 60 levels deep, blocked the whole server (every other
-    request, cancellations included) for 6.2 s per ``list_directory`` call with
-    ``MCP_REF_FS_CONFINE=walk`` (0.58 s with openat2), and deeper chains cost proportionally more.
-    Fix: list on the loop only while no link needs resolving (e.g. ``most`` also bounds the links
-    met, raising ``ManyEntries`` at the first symlink), and otherwise list in a thread."""
-    root = tmp_path / "root"
-    (root / "dir" / "sub").mkdir(parents=True)
-    (root / "dir" / "target.txt").write_text("x")
-    os.symlink("target.txt", root / "dir" / "link_file")
-    os.symlink("sub", root / "dir" / "link_dir")
-    sandbox = Sandbox.open([str(root)])
-    try:
-        tools = FsTools(Server("review", "0"), sandbox, Config(roots=(str(root),)))
-        loop_thread = threading.current_thread()
-        resolved_on: list[bool] = []
-        real_linked = sandbox._linked
-
-        def linked(location: Any) -> Any:
-            resolved_on.append(threading.current_thread() is loop_thread)
-            return real_linked(location)
-
-        sandbox._linked = linked  # type: ignore[method-assign]
-        ctx = types.SimpleNamespace(report_progress=lambda *args, **kwargs: True, task_id=None)
-        result = await tools.list_directory(ctx, {"path": str(root / "dir")})  # type: ignore[arg-type]
-        assert {line.split(" ", 1)[1] for line in result.content[0]["text"].split("\n")} == {
-            "link_dir", "link_file", "sub", "target.txt"}
-        assert resolved_on, "the listing resolved no link at all"
-        assert not any(resolved_on), "links were resolved on the event loop thread"
-    finally:
-        sandbox.close()
