@@ -142,6 +142,12 @@ def cancel(request_id: Any, reason: str | None = None) -> dict[str, Any]:
     return notification("notifications/cancelled", params)
 
 
+def request_line(request_id: Any, method: str, **params: Any) -> str:
+    """A 2026-07-28 request as one line of text (``json.dumps``' spacing), for a server's stdin
+    (``subprocess.run(..., input=...)``)."""
+    return json.dumps(modern_request(request_id, method, params)) + "\n"
+
+
 def encode_line(message: Mapping[str, Any]) -> bytes:
     """One message as one compact UTF-8 line, the way a well-behaved client writes it."""
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
