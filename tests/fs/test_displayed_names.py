@@ -17,14 +17,6 @@ from tests.fs.conftest import fs_command
 from tests.wire import ServerProcess, result_of, tool_call
 
 
-@pytest.fixture
-def tree(tmp_path: Path) -> Path:
-    root = tmp_path / "root"
-    (root / "mid" / "inner").mkdir(parents=True)
-    (root / "mid" / "inner" / "keep.txt").write_text("kept\n")
-    return root
-
-
 @pytest.mark.req("FS-NON-UTF8-NAMES")
 @pytest.mark.parametrize(("name", "shown"), [
     ("evil\n[DIR] fake_dir", "evil\\x0a[DIR] fake_dir"),
@@ -38,7 +30,8 @@ def test_names_that_could_forge_or_reorder_listing_lines_are_shown_escaped(name:
     assert display_name(name) == shown
 
 
-def test_a_name_with_a_newline_cannot_forge_a_line_of_list_directory(tree: Path) -> None:
+def test_a_name_with_a_newline_cannot_forge_a_line_of_list_directory(tmp_path: Path) -> None:
+    tree = tmp_path
     (tree / "evil\n[DIR] fake_dir").write_text("x")
     with ServerProcess(fs_command(tree)) as server:
         result = result_of(server.request(tool_call(1, "list_directory", {"path": str(tree)})))

@@ -263,7 +263,7 @@ def mutated(draw: Callable, value: Any) -> Any:
 # --- requests ---------------------------------------------------------------------------------------
 
 
-def modern_meta(draw: Callable, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+def draw_modern_meta(draw: Callable, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
     if capabilities is None:
         capabilities = draw(st.sampled_from([{}, {"elicitation": {}}, {"sampling": {}}, {"roots": {}}, ALL_CAPABILITIES]))
     meta: dict[str, Any] = {PROTOCOL_VERSION_KEY: MODERN_VERSION, CLIENT_CAPABILITIES_KEY: capabilities}
@@ -335,7 +335,7 @@ def requests(draw: Callable, model: ServerModel, *, mutate: bool = True, method:
         method = draw(st.sampled_from(("tools/call",) * 5 + MODERN_METHODS + (LEGACY_METHODS if legacy else ())))
     params = params_for(draw, model, method)
     if not legacy:
-        params["_meta"] = modern_meta(draw)
+        params["_meta"] = draw_modern_meta(draw)
     elif rarely(draw, 4):
         params["_meta"] = {"progressToken": draw(VALID_IDS)}
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": draw(VALID_IDS), "method": method, "params": params}
@@ -594,7 +594,7 @@ def sessions(
             else:
                 method = draw(st.sampled_from(["tools/call", "tools/call", "prompts/get", "resources/read"]))
                 message = request(mutate=False, method=method)
-            message["params"]["_meta"] = {**message["params"].get("_meta", {}), **modern_meta(draw, ALL_CAPABILITIES)}
+            message["params"]["_meta"] = {**message["params"].get("_meta", {}), **draw_modern_meta(draw, ALL_CAPABILITIES)}
             rounds.append((message["id"], message))
             steps.append(Write(encode(message)))
         elif kind == "retry" and rounds:
