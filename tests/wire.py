@@ -162,7 +162,7 @@ def decode_line(line: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise WireViolation(f"server line is not valid UTF-8 ({exc}): {line[:200]!r}") from None
     try:
-        message = json.loads(text, parse_constant=_reject_constant)
+        message = json.loads(text, parse_constant=reject_constant)
     except ValueError as exc:
         raise WireViolation(f"server line is not JSON ({exc}): {line[:200]!r}") from None
     if not isinstance(message, dict):
@@ -172,7 +172,8 @@ def decode_line(line: bytes) -> dict[str, Any]:
     return message
 
 
-def _reject_constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
+    """``json.loads``' ``parse_constant``: NaN and Infinity are not JSON."""
     raise ValueError(f"{name} is not JSON")
 
 

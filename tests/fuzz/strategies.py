@@ -19,11 +19,10 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from tests.wire import CLIENT_CAPABILITIES_KEY, LEGACY_VERSION, MODERN_VERSION, PROTOCOL_VERSION_KEY
+from tests.wire import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LEGACY_VERSION, LOG_LEVEL_KEY, MODERN_VERSION, PROTOCOL_VERSION_KEY
 
-from .harness import BARRIER_PREFIX, LOG_LEVEL_KEY, Eof, Pause, Retry, Write, encode
+from .harness import BARRIER_PREFIX, Eof, Pause, Retry, Write, encode
 
-CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 MODERN_METHODS = (
     "tools/call",
