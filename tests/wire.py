@@ -10,6 +10,9 @@ Typical use::
         server.close_stdin()
         server.assert_exit(0)
 
+For one request and its answer, ``request(server, method, params)`` and ``call(server, tool,
+arguments)`` (its result) pick a fresh id; ``Spawner`` starts servers for a test and closes them.
+
 Design
 ------
 * The server runs with ``cwd`` = the repository root and the test's environment plus
