@@ -10,7 +10,7 @@ PIP    := $(BIN)/python -m pip --disable-pip-version-check
 RUNTIME := $(VENV)/.runtime
 STAMP   := $(VENV)/.installed
 
-.PHONY: test demo fuzz bench bench-fs conformance hosts spec bundle clean
+.PHONY: lint test demo fuzz bench bench-fs conformance hosts spec bundle clean
 
 $(BIN)/python:
 	@echo "make: creating the virtual environment $(VENV) with $(PYTHON) ($$($(PYTHON) --version 2>&1))"
@@ -22,9 +22,14 @@ $(RUNTIME): pyproject.toml | $(BIN)/python
 	@touch $(RUNTIME)
 
 $(STAMP): pyproject.toml | $(BIN)/python
-	@echo "make: installing mcp-ref with its test toolchain into $(VENV) (pip: pytest, coverage, hypothesis, the MCP SDK)"
+	@echo "make: installing mcp-ref with its test toolchain into $(VENV) (pip: pytest, coverage, hypothesis, the MCP SDK, ruff, mypy)"
 	$(PIP) install --progress-bar off -e '.[test]'
 	@touch $(RUNTIME) $(STAMP)
+
+# ruff, then mypy, as configured in pyproject.toml ([tool.ruff], [tool.mypy]); CI runs it before `make test`.
+lint: $(STAMP)
+	$(BIN)/ruff check mcp_ref servers tools tests
+	$(BIN)/mypy
 
 # The coverage floor (fail_under in pyproject.toml) applies to the full run only: a subset run
 # (PYTEST_ARGS set) passes when its tests pass, and still prints the report.
@@ -76,4 +81,4 @@ bundle:
 	$(PYTHON) tools/build_bundle.py
 
 clean:
-	rm -rf $(VENV) .coverage .coverage.* .pytest_cache build dist *.egg-info .conformance .hosts
+	rm -rf $(VENV) .coverage .coverage.* .pytest_cache .ruff_cache .mypy_cache build dist *.egg-info .conformance .hosts

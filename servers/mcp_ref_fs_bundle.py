@@ -16,7 +16,7 @@ for directory in (HERE, os.path.dirname(HERE)):  # the bundle's copies come firs
     if directory not in sys.path:
         sys.path.insert(0, directory)
 
-from mcp_ref_fs.__main__ import main
+from mcp_ref_fs.__main__ import main  # noqa: E402 (importable only once sys.path holds the bundle)
 
 if __name__ == "__main__":
     sys.exit(main())

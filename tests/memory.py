@@ -25,52 +25,26 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import itertools
 import json
 from typing import Any, AsyncIterator
 
 from mcp_ref.dispatcher import Dispatcher
-from mcp_ref.meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, PROGRESS_TOKEN, PROTOCOL_VERSION, carries_modern_meta
+from mcp_ref.meta import carries_modern_meta
 from mcp_ref.server import Server
-from mcp_ref.versions import MODERN_VERSION
 from mcp_ref.dispatcher import _key as request_key
 from mcp_ref.wire import Request, WireReader
 
 from .schema_check import check_legacy, check_modern
+from .wire import OMIT
+from .wire import modern_meta as wire_meta
 
 DEFAULT_TIMEOUT = 2.0
 
-OMIT: Any = object()
-"""Pass as a ``modern_meta`` override to leave that key out."""
-
-_META_KEYS = {
-    "protocol_version": PROTOCOL_VERSION,
-    "capabilities": CLIENT_CAPABILITIES,
-    "client_info": CLIENT_INFO,
-    "log_level": LOG_LEVEL,
-    "progress_token": PROGRESS_TOKEN,
-}
-
-
-def modern_meta(**overrides: Any) -> dict[str, Any]:
-    """A valid 2026-07-28 request ``_meta``, with overrides.
-
-    Overrides: ``protocol_version``, ``capabilities``, ``client_info``, ``log_level``,
-    ``progress_token`` (``OMIT`` removes the key; ``log_level``/``progress_token`` are absent
-    unless given). Any other keyword is taken as a raw ``_meta`` key.
-    """
-    meta: dict[str, Any] = {
-        PROTOCOL_VERSION: MODERN_VERSION,
-        CLIENT_CAPABILITIES: {},
-        CLIENT_INFO: {"name": "memory-test-client", "version": "0.0.1"},
-    }
-    for name, value in overrides.items():
-        key = _META_KEYS.get(name, name)
-        if value is OMIT:
-            meta.pop(key, None)
-        else:
-            meta[key] = value
-    return meta
+modern_meta = functools.partial(wire_meta, client_info={"name": "memory-test-client", "version": "0.0.1"})
+"""``tests.wire.modern_meta`` naming the in-memory client (``client_info``): a valid 2026-07-28
+request ``_meta``, with the same overrides (``OMIT`` leaves a key out)."""
 
 
 class MemorySink:

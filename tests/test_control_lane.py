@@ -20,15 +20,10 @@ from mcp_ref import RequestContext, Server
 from mcp_ref.control import CONTROL_LANE, CONTROL_LANE_LIMIT, OVERTAKING_PATTERN
 from mcp_ref.wire import AHEAD_MAX_BYTES, Notification, Request, WireReader
 from tests.memory import serve
-from tests.wire import ServerProcess, cancel, encode_line, is_response, modern_request, notification, tool_call
+from tests.wire import ServerProcess, cancel, encode_line, is_response, long_call, modern_request, notification, tool_call
 
 MODULE = "tests.servers.hardening_server"
 LANE_REQUESTS = ["server/discover", "tools/list", "resources/list", "resources/templates/list", "prompts/list"]
-
-
-def long_call(request_id: Any) -> dict[str, Any]:
-    """A ``slow`` call that would take 100 s: it ends only by cancellation or shutdown."""
-    return tool_call(request_id, "slow", {"steps": 2000, "interval": 0.05})
 
 
 @pytest.fixture

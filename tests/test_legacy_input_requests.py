@@ -49,7 +49,8 @@ def legacy_client(version: str = "2025-11-25", capabilities: dict[str, Any] = AL
         yield client
 
 
-def call(server: ServerProcess, request_id: Any, name: str) -> None:
+def start_call(server: ServerProcess, request_id: Any, name: str) -> None:
+    """Send a legacy ``tools/call`` (no ``_meta``) without waiting for its answer."""
     server.send({"jsonrpc": "2.0", "id": request_id, "method": "tools/call", "params": {"name": name, "arguments": {}}})
 
 
@@ -135,12 +136,12 @@ def test_the_logging_fixture_sends_three_info_messages_at_a_session_level_of_inf
     server = legacy_session()
     try:
         assert result_of(server.request({"jsonrpc": "2.0", "id": 1, "method": "logging/setLevel", "params": {"level": "info"}})) == {}
-        call(server, 2, "test_tool_with_logging")
+        start_call(server, 2, "test_tool_with_logging")
         seen = server.read_until(lambda m: m.get("id") == 2)
         logs = [m["params"]["data"] for m in seen if m.get("method") == "notifications/message"]
         assert logs == ["Tool execution started", "Tool processing data", "Tool execution completed"]
         assert result_of(server.request({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel", "params": {"level": "warning"}})) == {}
-        call(server, 4, "test_tool_with_logging")
+        start_call(server, 4, "test_tool_with_logging")
         assert [m for m in server.read_until(lambda m: m.get("id") == 4) if m.get("method") == "notifications/message"] == []
     finally:
         server.close()
@@ -169,7 +170,7 @@ def test_an_invalid_answer_is_never_shown_to_the_handler() -> None:
 @pytest.mark.req("LEGACY-CLIENT-REQUEST-IDS")
 def test_responses_with_unknown_ids_are_ignored_and_logged() -> None:
     with legacy_session() as server:
-        call(server, 1, "test_input_required_result_list_roots")
+        start_call(server, 1, "test_input_required_result_list_roots")
         asked = next_server_request(server)
         server.send({"jsonrpc": "2.0", "id": 1, "result": {"roots": [{"uri": "file:///forged"}]}})  # the client's own id
         server.send({"jsonrpc": "2.0", "id": "mcp-ref-srv-99", "result": {"roots": [{"uri": "file:///forged"}]}})
@@ -184,7 +185,7 @@ def test_responses_with_unknown_ids_are_ignored_and_logged() -> None:
 @pytest.mark.req("LEGACY-CLIENT-INPUT-FAILURES")
 def test_cancelling_the_outer_request_cancels_the_server_request_and_nothing_answers() -> None:
     with legacy_session() as server:
-        call(server, 7, "test_input_required_result_elicitation")
+        start_call(server, 7, "test_input_required_result_elicitation")
         asked = next_server_request(server)
         server.send(cancel(7, "changed my mind"))
         told = server.read_until(lambda m: m.get("method") == "notifications/cancelled")[-1]
@@ -197,7 +198,7 @@ def test_cancelling_the_outer_request_cancels_the_server_request_and_nothing_ans
 @pytest.mark.req("LEGACY-CLIENT-INPUT-FAILURES")
 def test_eof_while_waiting_ends_the_request_cleanly_and_the_server_exits() -> None:
     with legacy_session() as server:
-        call(server, 1, "test_input_required_result_elicitation")
+        start_call(server, 1, "test_input_required_result_elicitation")
         next_server_request(server)
         server.close_stdin()
         messages = server.read_until_eof()

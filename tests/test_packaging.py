@@ -30,17 +30,14 @@ from typing import Any
 
 import pytest
 
+from tests.wire import request_line
+
 REPO = Path(__file__).resolve().parents[1]
 MANIFEST = json.loads((REPO / "manifest.json").read_text(encoding="utf-8"))
 PROJECT = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 OFFLINE_SIGNS = ("Could not find a version", "No matching distribution", "NewConnectionError", "Failed to establish",
                  "Temporary failure in name resolution", "Network is unreachable", "ConnectTimeout", "ReadTimeout",
                  "Name or service not known", "Max retries exceeded")
-
-
-def request(request_id: int, method: str, **params: Any) -> str:
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**params, "_meta": META}}) + "\n"
 
 
 def answers(stdout: str) -> dict[Any, dict[str, Any]]:
@@ -114,7 +111,7 @@ def test_the_sdist_and_its_wheel_build_and_install_in_a_fresh_venv_and_mcp_ref_f
 
     (tmp_path / "served").mkdir()
     (tmp_path / "served" / "hello.txt").write_text("hello from the wheel\n")
-    session = request(1, "server/discover") + request(2, "tools/call", name="read_text_file",
+    session = request_line(1, "server/discover") + request_line(2, "tools/call", name="read_text_file",
                                                       arguments={"path": "hello.txt"})
     done = run(str(script), str(tmp_path / "served"), stdin=session)
     assert done.returncode == 0, done.stderr
@@ -180,7 +177,7 @@ def test_the_allowed_directories_are_a_directory_setting_expanded_into_arguments
 
 
 def test_the_manifest_lists_exactly_the_servers_tools(tmp_path: Path) -> None:
-    done = subprocess.run([sys.executable, "-m", "mcp_ref_fs", str(tmp_path)], input=request(1, "tools/list"),
+    done = subprocess.run([sys.executable, "-m", "mcp_ref_fs", str(tmp_path)], input=request_line(1, "tools/list"),
                           capture_output=True, text=True, timeout=30)
     served = [tool["name"] for tool in answers(done.stdout)[1]["result"]["tools"]]
     assert [tool["name"] for tool in MANIFEST["tools"]] == served
@@ -243,7 +240,7 @@ def test_the_unpacked_bundle_serves_the_chosen_directories(tmp_path: Path) -> No
     # The host's command with `uv run` standing for this Python, whose environment has the dependencies.
     command = host_command(unpacked, [str(first), str(second)])
     assert command[:3] == ["run", "--directory", str(unpacked)]
-    session = request(1, "server/discover") + request(2, "tools/call", name="list_allowed_directories", arguments={})
+    session = request_line(1, "server/discover") + request_line(2, "tools/call", name="list_allowed_directories", arguments={})
     # (Not measured for coverage: these are copies of the sources, in a directory about to vanish.)
     done = subprocess.run([sys.executable, *command[3:]], input=session, capture_output=True, text=True, timeout=30,
                           cwd=unpacked, env=clean_environment())

@@ -41,19 +41,19 @@ from tests.servers.edges_server import build_server
 from tests.wire import (
     REPO_ROOT,
     ServerProcess,
+    call,
     cancel,
     decode_line,
     encode_line,
     error_of,
     modern_request,
+    request,
     result_of,
     tool_call,
 )
+from tests.wire import modern_meta as wire_meta
 
 EDGES = "tests.servers.edges_server"
-PROTOCOL_VERSION = "io.modelcontextprotocol/protocolVersion"
-CLIENT_CAPABILITIES = "io.modelcontextprotocol/clientCapabilities"
-LOG_LEVEL = "io.modelcontextprotocol/logLevel"
 ROOTS = {"roots": {}}
 FORM = {"elicitation": {"form": {}, "url": {}}}
 MEGABYTE = 1024 * 1024
@@ -71,14 +71,6 @@ def edges() -> Any:
 
 def text_of(result: dict[str, Any]) -> str:
     return result["content"][0]["text"]
-
-
-def call(process: ServerProcess, name: str, arguments: dict[str, Any] | None = None, **params: Any) -> dict[str, Any]:
-    """One tools/call through stdio; ``params`` go beside name and arguments (``capabilities`` into _meta)."""
-    capabilities = params.pop("capabilities", None)
-    message = tool_call(next(_ids), name, arguments, capabilities=capabilities)
-    message["params"].update(params)
-    return process.request(message)
 
 
 def no_tracebacks(caplog: pytest.LogCaptureFixture) -> bool:
@@ -117,7 +109,7 @@ def test_hostile_uris_against_templates_are_answered_in_milliseconds_through_std
     elapsed = time.monotonic() - started
     assert [error["code"] for error in errors] == [-32602] * 3
     assert elapsed < 2.0, f"three hostile reads took {elapsed:.2f} s"  # the backtracking matcher took 14 s and more
-    assert text_of(result_of(call(edges, "echo", {"text": "still here"}))) == "still here"
+    assert text_of(call(edges, "echo", {"text": "still here"})) == "still here"
 
 
 @pytest.mark.req("RES-TEMPLATE-MATCH-LINEAR")
@@ -242,7 +234,7 @@ def test_system_exit_and_friends_end_only_their_request_and_the_server_keeps_ser
     answers = {name: edges.response(m["id"]) for name, m in zip(FAULTS, faults)}
     assert {name: a["error"]["code"] for name, a in answers.items()} == {name: -32603 for name in FAULTS}
     assert text_of(result_of(edges.response(slow["id"]))) == "slept"
-    assert text_of(result_of(call(edges, "echo", {"text": "alive"}))) == "alive"
+    assert text_of(call(edges, "echo", {"text": "alive"})) == "alive"
     assert edges.returncode is None
 
 
@@ -321,13 +313,13 @@ def test_only_the_cursor_spelling_the_server_wrote_is_accepted_through_stdio():
 
 @pytest.mark.req("MRTR-STATE-SEALING")
 def test_only_the_request_state_spelling_the_server_wrote_is_accepted_through_stdio(edges):
-    first = result_of(call(edges, "ask_roots", capabilities=ROOTS))
+    first = call(edges, "ask_roots", capabilities=ROOTS)
     token = first["requestState"]
     answer = {"roots": {"roots": [{"uri": "file:///home/user"}]}}
     for respelled in _respellings(token):
-        error = error_of(call(edges, "ask_roots", capabilities=ROOTS, inputResponses=answer, requestState=respelled))
+        error = error_of(request(edges, "tools/call", {"name": "ask_roots", "inputResponses": answer, "requestState": respelled}, capabilities=ROOTS))
         assert error["code"] == -32602
-    assert result_of(call(edges, "ask_roots", capabilities=ROOTS, inputResponses=answer, requestState=token))["resultType"] == "complete"
+    assert call(edges, "ask_roots", capabilities=ROOTS, inputResponses=answer, requestState=token)["resultType"] == "complete"
 
 
 # --- error data never echoes more than a short prefix of client input --------------------------------------------
@@ -388,17 +380,13 @@ def test_a_megabyte_of_client_input_comes_back_as_a_short_prefix_through_stdio(e
     responses = [
         edges.request(modern_request(next(_ids), "tools/call", {"name": BIG})),
         edges.request(modern_request(next(_ids), "tools/list", {"cursor": BIG})),
-        edges.request({"jsonrpc": "2.0", "id": next(_ids), "method": "server/discover", "params": {"_meta": modern_meta_wire(BIG)}}),
+        edges.request({"jsonrpc": "2.0", "id": next(_ids), "method": "server/discover", "params": {"_meta": wire_meta(protocol_version=BIG)}}),
     ]
     errors = [error_of(r) for r in responses]
     assert [e["code"] for e in errors] == [-32602, -32602, -32022]
     assert all(len(json.dumps(e)) < 2000 for e in errors)
     assert errors[1]["data"]["cursor"] == BIG[:CURSOR_ECHO_CHARS]
     assert errors[2]["data"]["requested"] == BIG[:ECHO_CHARS] + "..."
-
-
-def modern_meta_wire(version: str) -> dict[str, Any]:
-    return {PROTOCOL_VERSION: version, CLIENT_CAPABILITIES: {}}
 
 
 # --- very large integers --------------------------------------------------------------------------------------------
@@ -495,7 +483,7 @@ async def test_file_uris_in_any_case_reach_the_handler():
 
 @pytest.mark.req("ROOTS-ANSWER-VALIDATED")
 def test_a_roots_answer_with_a_non_file_uri_is_invalid_params_through_stdio(edges):
-    error = error_of(call(edges, "ask_roots", capabilities=ROOTS, inputResponses={"roots": {"roots": [{"uri": "https://example.com"}]}}))
+    error = error_of(request(edges, "tools/call", {"name": "ask_roots", "inputResponses": {"roots": {"roots": [{"uri": "https://example.com"}]}}}, capabilities=ROOTS))
     assert error["code"] == -32602 and "file://" in error["message"]
 
 
@@ -521,8 +509,8 @@ async def test_content_sent_with_an_accepted_url_elicitation_never_reaches_the_h
 
 @pytest.mark.req("ELIC-CONTENT-ONLY-ON-ACCEPT")
 def test_an_accepted_form_keeps_its_content_and_a_decline_loses_it_through_stdio(edges):
-    accepted = result_of(call(edges, "ask_form", capabilities=FORM, inputResponses={"confirm": {"action": "accept", "content": {"ok": True}}}))
-    declined = result_of(call(edges, "ask_form", capabilities=FORM, inputResponses={"confirm": {"action": "decline", "content": {"ok": True}}}))
+    accepted = call(edges, "ask_form", capabilities=FORM, inputResponses={"confirm": {"action": "accept", "content": {"ok": True}}})
+    declined = call(edges, "ask_form", capabilities=FORM, inputResponses={"confirm": {"action": "decline", "content": {"ok": True}}})
     assert json.loads(text_of(accepted)) == {"action": "accept", "content": {"ok": True}}
     assert json.loads(text_of(declined)) == {"action": "decline"}
 
@@ -541,8 +529,12 @@ def _modern_lookups() -> list[Any]:
     def listed(v: Any) -> Any:  # where an object is the right type, test lists only
         return v if isinstance(v, list) else [v]
 
-    plain = lambda v: None
-    roots = lambda v: modern_meta(capabilities={**ROOTS, **FORM})
+    def plain(v: Any) -> None:
+        return None
+
+    def roots(v: Any) -> Any:
+        return modern_meta(capabilities={**ROOTS, **FORM})
+
     return [
         pytest.param("server/discover", lambda v: {}, meta(log_level=None), id="meta-logLevel"),
         pytest.param("server/discover", lambda v: {}, meta(protocol_version=None), id="meta-protocolVersion"),
@@ -641,7 +633,7 @@ async def test_a_cancellation_naming_a_list_or_object_is_ignored(request_id, cap
 @pytest.mark.req("LOG-INVALID-LEVEL-32602", "LEGACY-LOG-INVALID-LEVEL-32602", "BASE-WRONG-TYPE-32602")
 def test_unhashable_log_levels_are_invalid_params_without_a_traceback_through_stdio():
     with ServerProcess(module=EDGES, schema="auto") as process:
-        modern = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": {**modern_meta_wire(MODERN_VERSION), LOG_LEVEL: []}}}
+        modern = {"jsonrpc": "2.0", "id": 1, "method": "tools/list", "params": {"_meta": wire_meta(log_level=[])}}
         first = error_of(process.request(modern))
         result_of(process.request({"jsonrpc": "2.0", "id": 2, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}}}))
         second = error_of(process.request({"jsonrpc": "2.0", "id": 3, "method": "logging/setLevel", "params": {"level": {}}}))
@@ -690,11 +682,11 @@ async def test_every_version_in_discover_and_in_a_32022_is_usable_in_meta():
 
 @pytest.mark.req("VER-DUAL-ERA-ADVERTISES-LEGACY", "VER-UNSUPPORTED-32022")
 def test_a_32022_names_initialize_versions_apart_and_its_supported_ones_work_through_stdio(edges):
-    refused = error_of(edges.request({"jsonrpc": "2.0", "id": next(_ids), "method": "tools/list", "params": {"_meta": modern_meta_wire("2025-11-25")}}))
+    refused = error_of(edges.request({"jsonrpc": "2.0", "id": next(_ids), "method": "tools/list", "params": {"_meta": wire_meta(protocol_version="2025-11-25")}}))
     assert refused["code"] == -32022
     assert refused["data"] == {"supported": [MODERN_VERSION], "requested": "2025-11-25", "initializeVersions": list(LEGACY_VERSIONS)}
     for version in refused["data"]["supported"]:
-        assert "tools" in result_of(edges.request({"jsonrpc": "2.0", "id": next(_ids), "method": "tools/list", "params": {"_meta": modern_meta_wire(version)}}))
+        assert "tools" in result_of(edges.request({"jsonrpc": "2.0", "id": next(_ids), "method": "tools/list", "params": {"_meta": wire_meta(protocol_version=version)}}))
 
 
 @pytest.mark.req("VER-UNSUPPORTED-32022", "VER-DUAL-ERA-ADVERTISES-LEGACY")
@@ -787,7 +779,7 @@ def test_error_messages_are_one_short_sentence_through_stdio(edges):
     errors = [
         error_of(edges.request(modern_request(next(_ids), "no/such/method"))),
         error_of(edges.request(tool_call(next(_ids), "nope"))),
-        error_of(edges.request({"jsonrpc": "2.0", "id": next(_ids), "method": "tools/list", "params": {"_meta": modern_meta_wire("1999-01-01")}})),
+        error_of(edges.request({"jsonrpc": "2.0", "id": next(_ids), "method": "tools/list", "params": {"_meta": wire_meta(protocol_version="1999-01-01")}})),
     ]
     for error in errors:
         assert "\n" not in error["message"] and len(error["message"]) <= 300

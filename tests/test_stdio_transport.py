@@ -14,7 +14,7 @@ import signal
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Iterator
 
 import pytest
 
@@ -22,33 +22,27 @@ from tests.schema_check import check_modern
 from tests.servers.basic_server import GREETING, STRAY_MARKER
 from tests.wire import (
     ServerProcess,
+    Spawner,
     cancel,
     encode_line,
+    is_progress,
     is_response,
+    long_call,
     modern_request,
     notification,
+    result_text,
     run_with_files,
     tool_call,
 )
 
-Spawn = Callable[..., ServerProcess]
+Spawn = Spawner
 
 
 @pytest.fixture
 def spawn() -> Iterator[Spawn]:
-    """Start basic_server processes; ``max_line_bytes="100"`` sets ``BASIC_SERVER_MAX_LINE_BYTES``
-    and so on, ``extra_env`` adds variables as they are. All are killed afterwards."""
-    started: list[ServerProcess] = []
-
-    def start(extra_env: dict[str, str] | None = None, **options: str) -> ServerProcess:
-        env = {f"BASIC_SERVER_{name.upper()}": value for name, value in options.items()}
-        process = ServerProcess(env={**env, **(extra_env or {})})
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        process.close(timeout=1.0)
+    """Start basic_server processes (``Spawner``); all are closed afterwards."""
+    with Spawner() as start:
+        yield start
 
 
 @pytest.fixture(scope="module")
@@ -68,26 +62,12 @@ def shared_server(_module_servers: list[ServerProcess]) -> ServerProcess:
     return _module_servers[-1]
 
 
-def result_text(response: dict[str, Any]) -> str:
-    assert "result" in response, response
-    return response["result"]["content"][0]["text"]
-
-
 def progress_of(messages: list[dict[str, Any]], token: Any) -> list[dict[str, Any]]:
     return [
         m["params"]
         for m in messages
         if m.get("method") == "notifications/progress" and m["params"]["progressToken"] == token
     ]
-
-
-def is_progress(token: Any) -> Callable[[dict[str, Any]], bool]:
-    return lambda m: m.get("method") == "notifications/progress" and m["params"]["progressToken"] == token
-
-
-def long_call(request_id: Any, token: Any) -> dict[str, Any]:
-    """A ``slow`` call that would take 100 s: it only ends by cancellation or shutdown."""
-    return tool_call(request_id, "slow", {"steps": 2000, "interval": 0.05}, progress_token=token)
 
 
 def assert_clean_stderr(server: ServerProcess) -> None:

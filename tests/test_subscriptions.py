@@ -17,10 +17,10 @@ import pytest
 
 from mcp_ref import Server, subscriptions
 from tests import memory
-from tests.wire import ServerProcess, cancel, id_key, is_response, modern_request, tool_call
+from tests.wire import SUBSCRIPTION_ID_KEY as SUBSCRIPTION_ID
+from tests.wire import ServerProcess, cancel, id_key, is_response, modern_request, subscription_of, tool_call
 
 INTEROP = "tests.servers.interop_server"
-SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 ACK = "notifications/subscriptions/acknowledged"
 EVERYTHING = {
     "toolsListChanged": True,
@@ -36,15 +36,6 @@ _ids = itertools.count(1000)
 def interop() -> Any:
     with ServerProcess(module=INTEROP, env={"MCP_REF_MODERN_ONLY": None}) as process:
         yield process
-
-
-def subscription_of(message: dict[str, Any]) -> Any:
-    """The subscription id a server message carries (``...`` when it carries none)."""
-    if "method" in message:
-        meta = (message.get("params") or {}).get("_meta") or {}
-    else:
-        meta = (message.get("result") or {}).get("_meta") or {}
-    return meta.get(SUBSCRIPTION_ID, ...)
 
 
 def on(message: dict[str, Any], listen_id: Any) -> bool:

@@ -11,7 +11,6 @@ the way a client would -- polling ``tasks/get``, answering its questions -- use
 
 from __future__ import annotations
 
-import itertools
 import json
 import re
 import sys
@@ -22,34 +21,27 @@ import pytest
 
 from mcp_ref.testing import Client, RequestError
 from tests.schema_check import schemas
-from tests.wire import REPO_ROOT, ServerProcess, cancel, error_of, modern_request, notification, result_of
+from tests.wire import REPO_ROOT, ServerProcess, call, cancel, error_of, modern_request, notification, request, result_of
 
 TASKS = {"extensions": {"io.modelcontextprotocol/tasks": {}}}
 FORM_AND_TASKS = {"elicitation": {}, **TASKS}
 TERMINAL = ("completed", "failed", "cancelled")
 ISO_8601 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?Z$")
 ENVELOPE = ("taskId", "status", "result", "error", "inputRequests")
-_ids = itertools.count(1)
 
 
 def everything() -> ServerProcess:
-    return ServerProcess(module="mcp_ref_everything")
+    """mcp-ref-everything, to a client that declares the extension (``request`` and ``call``)."""
+    return ServerProcess(module="mcp_ref_everything", capabilities=TASKS)
 
 
 def edges() -> ServerProcess:
-    return ServerProcess(module="tests.servers.tasks_server")
+    """The tasks test server, to a client that declares the extension."""
+    return ServerProcess(module="tests.servers.tasks_server", capabilities=TASKS)
 
 
-def request(server: ServerProcess, method: str, params: dict[str, Any], capabilities: dict[str, Any] | None = TASKS) -> dict[str, Any]:
-    return server.request(modern_request(next(_ids), method, params, capabilities=capabilities))
-
-
-def call(server: ServerProcess, name: str, arguments: dict[str, Any] | None = None, capabilities: dict[str, Any] | None = TASKS, **params: Any) -> dict[str, Any]:
-    return result_of(request(server, "tools/call", {"name": name, "arguments": arguments or {}, **params}, capabilities))
-
-
-def get(server: ServerProcess, task_id: str, capabilities: dict[str, Any] | None = TASKS) -> dict[str, Any]:
-    return result_of(request(server, "tasks/get", {"taskId": task_id}, capabilities))
+def get(server: ServerProcess, task_id: str) -> dict[str, Any]:
+    return result_of(request(server, "tasks/get", {"taskId": task_id}))
 
 
 def wait_for(server: ServerProcess, task_id: str, *statuses: str, timeout: float = 10) -> dict[str, Any]:
@@ -92,7 +84,7 @@ def test_discover_declares_the_extension_only_where_a_tool_supports_tasks() -> N
         capabilities = result_of(request(server, "server/discover", {}))["capabilities"]
         assert capabilities["extensions"] == {"io.modelcontextprotocol/tasks": {}}
         assert "tasks" not in capabilities  # not the 2025-11-25 slot
-    with ServerProcess() as server:  # the basic test server has no task tool
+    with ServerProcess(capabilities=TASKS) as server:  # the basic test server has no task tool
         assert "extensions" not in result_of(request(server, "server/discover", {}))["capabilities"]
         assert error_of(request(server, "tasks/get", {"taskId": "x"}))["code"] == -32601
 
@@ -100,8 +92,8 @@ def test_discover_declares_the_extension_only_where_a_tool_supports_tasks() -> N
 @pytest.mark.req("TASKS-ONLY-TO-DECLARING-CLIENT")
 def test_a_client_that_did_not_declare_the_extension_never_gets_a_task() -> None:
     with everything() as server:
-        for capabilities in (None, {"extensions": {}}, {"extensions": {"io.modelcontextprotocol/tasks": True}}):
-            result = call(server, "slow_compute", {"seconds": 0.3}, capabilities)
+        for capabilities in ({}, {"extensions": {}}, {"extensions": {"io.modelcontextprotocol/tasks": True}}):
+            result = call(server, "slow_compute", {"seconds": 0.3}, capabilities=capabilities)
             assert result["resultType"] == "complete" and "taskId" not in result
             assert result["content"][0]["text"] == "job: computed for 0.3 s"
         # Declared on this request alone: that is what counts (no session).
@@ -236,10 +228,10 @@ def test_cancel_acks_empty_stops_the_work_and_is_idempotent() -> None:
 @pytest.mark.req("TASKS-CANCEL-STOPS-WORK")
 def test_a_synchronous_handler_sees_ctx_cancelled_when_its_task_is_cancelled() -> None:
     with edges() as server:
-        task_id = call(server, "sync_wait")["taskId"]  # a task once its handler runs (it asked to be one)
+        task_id = call(server, "sync_wait", {})["taskId"]  # a task once its handler runs (it asked to be one)
         result_of(request(server, "tasks/cancel", {"taskId": task_id}))
         deadline = time.monotonic() + 5
-        while json.loads(call(server, "seen")["content"][0]["text"]) != ["cancelled"]:
+        while json.loads(call(server, "seen", {})["content"][0]["text"]) != ["cancelled"]:
             assert time.monotonic() < deadline
             time.sleep(0.05)
         assert get(server, task_id)["status"] == "cancelled"
@@ -262,7 +254,7 @@ def test_cancelling_the_call_before_it_becomes_a_task_leaves_no_task_and_frees_i
 @pytest.mark.req("TASKS-INPUT-REQUESTS-OUTSTANDING", "TASKS-UPDATE-ACK-EMPTY", "TASKS-UPDATE-RESUMES", "TASKS-GET-STATUS-SHAPES")
 def test_input_inside_a_task_is_asked_on_tasks_get_and_answered_with_tasks_update() -> None:
     with everything() as server:
-        task_id = call(server, "confirm_delete", {"filename": "a.txt"}, FORM_AND_TASKS)["taskId"]
+        task_id = call(server, "confirm_delete", {"filename": "a.txt"}, capabilities=FORM_AND_TASKS)["taskId"]
         waiting = wait_for(server, task_id, "input_required")
         assert list(waiting["inputRequests"]) == ["confirm"] and not {"result", "error"} & set(waiting)
         assert waiting["inputRequests"]["confirm"]["method"] == "elicitation/create" and waiting["resultType"] == "complete"
@@ -277,7 +269,7 @@ def test_input_inside_a_task_is_asked_on_tasks_get_and_answered_with_tasks_updat
 @pytest.mark.req("TASKS-UPDATE-IGNORE-UNKNOWN-KEYS")
 def test_answers_to_keys_not_outstanding_are_ignored_and_a_malformed_answer_is_refused() -> None:
     with everything() as server:
-        task_id = call(server, "confirm_delete", {"filename": "b.txt"}, FORM_AND_TASKS)["taskId"]
+        task_id = call(server, "confirm_delete", {"filename": "b.txt"}, capabilities=FORM_AND_TASKS)["taskId"]
         wait_for(server, task_id, "input_required")
         assert result_of(update(server, task_id, {"unknown-key": {"ignored": True}}))["resultType"] == "complete"
         assert get(server, task_id)["status"] == "input_required"
@@ -295,7 +287,7 @@ def test_answers_to_keys_not_outstanding_are_ignored_and_a_malformed_answer_is_r
 @pytest.mark.req("TASKS-UPDATE-PARTIAL")
 def test_two_questions_may_be_answered_one_update_at_a_time() -> None:
     with everything() as server:
-        task_id = call(server, "multi_input", {}, FORM_AND_TASKS)["taskId"]
+        task_id = call(server, "multi_input", {}, capabilities=FORM_AND_TASKS)["taskId"]
         waiting = wait_for(server, task_id, "input_required")
         assert sorted(waiting["inputRequests"]) == ["first", "second"]
         result_of(update(server, task_id, {"first": accept(name="one")}))
@@ -355,7 +347,7 @@ def test_state_only_rounds_rerun_at_once_and_carry_state_into_later_rounds() -> 
 def test_progress_in_a_task_becomes_its_status_message_not_notifications() -> None:
     with edges() as server:
         body = {"name": "progress", "arguments": {}}
-        response = server.request(modern_request(next(_ids), "tools/call", body, progress_token="p", capabilities=TASKS))
+        response = request(server, "tools/call", body, progress_token="p")
         task_id = result_of(response)["taskId"]
         messages = set()
         while (task := get(server, task_id))["status"] == "working":
@@ -421,7 +413,7 @@ def created_at(task: dict[str, Any]) -> float:
 
 @pytest.mark.req("TASKS-TTL-KEPT")
 def test_a_task_lives_its_ttl_then_is_forgotten_and_a_running_one_is_cancelled() -> None:
-    with ServerProcess(module="tests.servers.tasks_server", env={"MCP_REF_LOG_LEVEL": "INFO"}) as server:
+    with ServerProcess(module="tests.servers.tasks_server", env={"MCP_REF_LOG_LEVEL": "INFO"}, capabilities=TASKS) as server:
         done = call(server, "sleep", {"seconds": 0.1})
         running = call(server, "sleep", {"seconds": 30})
         assert done["ttlMs"] == running["ttlMs"] == 1500
@@ -446,7 +438,7 @@ def test_eof_cancels_running_tasks_and_exits_promptly() -> None:
 
 def test_run_as_task_is_a_no_op_for_a_tool_without_task_support() -> None:
     with edges() as server:
-        assert call(server, "sync_only")["content"][0]["text"] == "task_id=None"
+        assert call(server, "sync_only", {})["content"][0]["text"] == "task_id=None"
 
 
 # --- regressions from a hostile review ------------------------------------------------------------
@@ -456,7 +448,7 @@ def test_run_as_task_is_a_no_op_for_a_tool_without_task_support() -> None:
 def test_a_cancelled_task_stays_cancelled_even_if_its_handler_swallows_the_cancel_and_asks() -> None:
     with edges() as server:
         server.send(modern_request(900, "subscriptions/listen", {"notifications": {}}, capabilities=TASKS))
-        task_id = call(server, "cancel_then_ask", {}, FORM_AND_TASKS)["taskId"]
+        task_id = call(server, "cancel_then_ask", {}, capabilities=FORM_AND_TASKS)["taskId"]
         result_of(request(server, "tasks/cancel", {"taskId": task_id}))
         server.wait_for_stderr("cancel_then_ask asks after its cancellation")  # its question comes too late
         assert get(server, task_id)["status"] == "cancelled"
@@ -489,7 +481,7 @@ def test_a_task_result_that_is_not_json_fails_the_task_and_tasks_get_keeps_worki
 @pytest.mark.req("TASKS-SHUTDOWN")
 def test_shutdown_does_not_wait_forever_for_a_task_that_swallows_its_cancellation() -> None:
     with edges() as server:
-        call(server, "swallow_cancel")
+        call(server, "swallow_cancel", {})
         server.send(modern_request(901, "subscriptions/listen", {"notifications": {}}, capabilities=TASKS))
         server.read_until(lambda m: m.get("method") == "notifications/subscriptions/acknowledged")
         started = time.monotonic()
@@ -522,6 +514,6 @@ def test_task_settings_refuse_values_the_wire_cannot_carry() -> None:
 
 def test_tasks_update_with_null_input_responses_is_invalid_params() -> None:
     with everything() as server:
-        task_id = call(server, "confirm_delete", {"filename": "c.txt"}, FORM_AND_TASKS)["taskId"]
+        task_id = call(server, "confirm_delete", {"filename": "c.txt"}, capabilities=FORM_AND_TASKS)["taskId"]
         wait_for(server, task_id, "input_required")
         assert error_of(update(server, task_id, None))["code"] == -32602

@@ -238,30 +238,26 @@ def test_a_line_given_in_parts_is_written_whole_and_in_order(kind: str, tmp_path
 # --- the fallback serving a real client ---------------------------------------------------------------
 
 if sys.platform != "win32":
-    from tests.test_transport_hardening import (
+    from tests.test_transport_hardening import status_kib, write_until_stalled
+    from tests.wire import (
+        Spawner,
+        cancel,
+        encode_line,
         is_progress,
+        is_response,
         long_call,
+        modern_request,
         result_text,
-        status_kib,
-        write_until_stalled,
+        tool_call,
     )
-    from tests.wire import ServerProcess, cancel, encode_line, is_response, modern_request, tool_call
 
 
 @pytest.fixture
 def spawn() -> Iterator[Callable[..., Any]]:
-    """hardening_server processes with the thread fallback forced (``BASIC_SERVER_*`` options as keywords)."""
-    started: list[Any] = []
-
-    def start(command: list[str] | None = None, extra_env: dict[str, str] | None = None, **options: str) -> Any:
-        env = {f"BASIC_SERVER_{name.upper()}": value for name, value in options.items()}
-        server = ServerProcess(command, module=MODULE, env={**THREADS, "MCP_REF_LOG_LEVEL": "DEBUG", **env, **(extra_env or {})})
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.close(timeout=1.0)
+    """hardening_server processes with the thread fallback forced (``Spawner``; ``BASIC_SERVER_*``
+    options as keywords)."""
+    with Spawner(MODULE, env={**THREADS, "MCP_REF_LOG_LEVEL": "DEBUG"}) as start:
+        yield start
 
 
 @posix_wire

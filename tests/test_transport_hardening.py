@@ -18,7 +18,7 @@ import socket
 import subprocess
 import time
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator
+from typing import Any, Iterable, Iterator
 
 import pytest
 
@@ -26,10 +26,14 @@ from tests.schema_check import check_modern
 from tests.servers.hardening_server import AFTER_CANCEL_MARKER
 from tests.wire import (
     ServerProcess,
+    Spawner,
     cancel,
     encode_line,
+    is_progress,
     is_response,
+    long_call,
     modern_request,
+    result_text,
     run_with_files,
     tool_call,
 )
@@ -37,24 +41,14 @@ from tests.wire import (
 MODULE = "tests.servers.hardening_server"
 MiB = 1024 * 1024
 
-Spawn = Callable[..., ServerProcess]
+Spawn = Spawner
 
 
 @pytest.fixture
 def spawn() -> Iterator[Spawn]:
-    """Start hardening_server processes; ``shutdown_grace="0.2"`` sets ``BASIC_SERVER_SHUTDOWN_GRACE``
-    and so on, ``extra_env`` adds variables as they are, ``process`` picks the harness class."""
-    started: list[ServerProcess] = []
-
-    def start(extra_env: dict[str, str] | None = None, process: type[ServerProcess] | None = None, **options: str) -> ServerProcess:
-        env = {f"BASIC_SERVER_{name.upper()}": value for name, value in options.items()}
-        server = (process or ServerProcess)(module=MODULE, env={**env, **(extra_env or {})})
-        started.append(server)
-        return server
-
-    yield start
-    for server in started:
-        server.close(timeout=1.0)
+    """Start hardening_server processes (``Spawner``); all are closed afterwards."""
+    with Spawner(MODULE) as start:
+        yield start
 
 
 class UnreadStderr(ServerProcess):
@@ -124,20 +118,6 @@ def write_until_stalled(server: ServerProcess, chunks: Iterable[bytes], *, stall
             taken += written
             view = view[written:]
     raise AssertionError(f"the server took all {taken} bytes without pushing back")
-
-
-def result_text(response: dict[str, Any]) -> str:
-    assert "result" in response, response
-    return response["result"]["content"][0]["text"]
-
-
-def is_progress(token: Any) -> Callable[[dict[str, Any]], bool]:
-    return lambda m: m.get("method") == "notifications/progress" and m["params"]["progressToken"] == token
-
-
-def long_call(request_id: Any, token: Any = None) -> dict[str, Any]:
-    """A ``slow`` call that would take 100 s: it only ends by cancellation or shutdown."""
-    return tool_call(request_id, "slow", {"steps": 2000, "interval": 0.05}, progress_token=token)
 
 
 def is_shutdown_error(message: dict[str, Any]) -> bool:

@@ -10,6 +10,9 @@ Typical use::
         server.close_stdin()
         server.assert_exit(0)
 
+For one request and its answer, ``request(server, method, params)`` and ``call(server, tool,
+arguments)`` (its result) pick a fresh id; ``Spawner`` starts servers for a test and closes them.
+
 Design
 ------
 * The server runs with ``cwd`` = the repository root and the test's environment plus
@@ -33,6 +36,7 @@ what was received so far and the server's stderr, which is what one needs to deb
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import select
@@ -51,8 +55,23 @@ BASIC_SERVER = "tests.servers.basic_server"
 MODERN_VERSION = "2026-07-28"
 LEGACY_VERSION = "2025-11-25"
 DEFAULT_TIMEOUT = 10.0
+TOOL_TIMEOUT = 30.0  # a tool call may walk a big tree on a slow machine
 PROTOCOL_VERSION_KEY = "io.modelcontextprotocol/protocolVersion"
 CLIENT_CAPABILITIES_KEY = "io.modelcontextprotocol/clientCapabilities"
+CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
+LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
+SUBSCRIPTION_ID_KEY = "io.modelcontextprotocol/subscriptionId"
+
+OMIT: Any = object()
+"""Pass as a ``modern_meta`` override to leave that key out."""
+
+_META_KEYS = {
+    "protocol_version": PROTOCOL_VERSION_KEY,
+    "capabilities": CLIENT_CAPABILITIES_KEY,
+    "client_info": CLIENT_INFO_KEY,
+    "log_level": LOG_LEVEL_KEY,
+    "progress_token": "progressToken",
+}
 
 
 class WireTimeout(AssertionError):
@@ -66,13 +85,19 @@ class WireViolation(AssertionError):
 # --- building messages ------------------------------------------------------------------------
 
 
-def modern_meta(capabilities: Mapping[str, Any] | None = None, **extra: Any) -> dict[str, Any]:
-    """The ``_meta`` every 2026-07-28 request carries, plus ``extra`` keys (e.g. ``progressToken``)."""
-    return {
-        PROTOCOL_VERSION_KEY: MODERN_VERSION,
-        CLIENT_CAPABILITIES_KEY: dict(capabilities or {}),
-        **extra,
-    }
+def modern_meta(**overrides: Any) -> dict[str, Any]:
+    """The ``_meta`` every 2026-07-28 request carries (protocol version, no client capabilities),
+    with overrides: ``protocol_version``, ``capabilities``, ``client_info``, ``log_level`` and
+    ``progress_token`` by name (the last three are absent unless given), any other keyword as a raw
+    ``_meta`` key. A value is taken as it is (``None`` is null); ``OMIT`` leaves its key out."""
+    meta: dict[str, Any] = {PROTOCOL_VERSION_KEY: MODERN_VERSION, CLIENT_CAPABILITIES_KEY: {}}
+    for name, value in overrides.items():
+        key = _META_KEYS.get(name, name)
+        if value is OMIT:
+            meta.pop(key, None)
+        else:
+            meta[key] = value
+    return meta
 
 
 def modern_request(
@@ -84,9 +109,9 @@ def modern_request(
     capabilities: Mapping[str, Any] | None = None,
 ) -> dict[str, Any]:
     """A 2026-07-28 request: ``params`` plus the required ``_meta`` (and a progress token if given)."""
-    extra = {} if progress_token is None else {"progressToken": progress_token}
+    extra = {} if progress_token is None else {"progress_token": progress_token}
     body = dict(params or {})
-    body["_meta"] = {**modern_meta(capabilities, **extra), **body.get("_meta", {})}
+    body["_meta"] = {**modern_meta(capabilities=dict(capabilities or {}), **extra), **body.get("_meta", {})}
     return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": body}
 
 
@@ -96,6 +121,12 @@ def tool_call(request_id: Any, name: str, arguments: Mapping[str, Any] | None = 
     if arguments is not None:
         params["arguments"] = dict(arguments)
     return modern_request(request_id, "tools/call", params, **options)
+
+
+def long_call(request_id: Any, token: Any = None) -> dict[str, Any]:
+    """A ``slow`` call of the test servers (tests/servers) that would take 100 s: it ends only by
+    cancellation or shutdown (with progress notifications under ``token``, when given)."""
+    return tool_call(request_id, "slow", {"steps": 2000, "interval": 0.05}, progress_token=token)
 
 
 def notification(method: str, params: Mapping[str, Any] | None = None) -> dict[str, Any]:
@@ -114,6 +145,12 @@ def cancel(request_id: Any, reason: str | None = None) -> dict[str, Any]:
     return notification("notifications/cancelled", params)
 
 
+def request_line(request_id: Any, method: str, **params: Any) -> str:
+    """A 2026-07-28 request as one line of text (``json.dumps``' spacing), for a server's stdin
+    (``subprocess.run(..., input=...)``)."""
+    return json.dumps(modern_request(request_id, method, params)) + "\n"
+
+
 def encode_line(message: Mapping[str, Any]) -> bytes:
     """One message as one compact UTF-8 line, the way a well-behaved client writes it."""
     return json.dumps(message, separators=(",", ":"), ensure_ascii=False).encode("utf-8") + b"\n"
@@ -128,7 +165,7 @@ def decode_line(line: bytes) -> dict[str, Any]:
     except UnicodeDecodeError as exc:
         raise WireViolation(f"server line is not valid UTF-8 ({exc}): {line[:200]!r}") from None
     try:
-        message = json.loads(text, parse_constant=_reject_constant)
+        message = json.loads(text, parse_constant=reject_constant)
     except ValueError as exc:
         raise WireViolation(f"server line is not JSON ({exc}): {line[:200]!r}") from None
     if not isinstance(message, dict):
@@ -138,7 +175,8 @@ def decode_line(line: bytes) -> dict[str, Any]:
     return message
 
 
-def _reject_constant(name: str) -> Any:
+def reject_constant(name: str) -> Any:
+    """``json.loads``' ``parse_constant``: NaN and Infinity are not JSON."""
     raise ValueError(f"{name} is not JSON")
 
 
@@ -157,6 +195,24 @@ def error_of(response: Mapping[str, Any]) -> dict[str, Any]:
     """The ``error`` of a response; fails the test, showing the response, if it is a result."""
     assert "error" in response, f"expected an error, got {response}"
     return response["error"]
+
+
+def result_text(response: Mapping[str, Any]) -> str:
+    """The text of a response's first content block; fails the test, showing the response, on an error."""
+    assert "result" in response, response
+    return response["result"]["content"][0]["text"]
+
+
+def is_progress(token: Any) -> Callable[[Mapping[str, Any]], bool]:
+    """A ``read_until`` predicate: a progress notification for ``token``."""
+    return lambda m: m.get("method") == "notifications/progress" and m["params"]["progressToken"] == token
+
+
+def subscription_of(message: Mapping[str, Any]) -> Any:
+    """The subscription id a server message carries (a notification in its params, a listen's final
+    result in its result), ``...`` when it carries none."""
+    body = message.get("params") if "method" in message else message.get("result")
+    return ((body or {}).get("_meta") or {}).get(SUBSCRIPTION_ID_KEY, ...)
 
 
 def is_response(message: Mapping[str, Any], request_id: Any = ...) -> bool:
@@ -186,14 +242,18 @@ class ServerProcess:
         cwd: Path | str = REPO_ROOT,
         start: bool = True,
         user: tuple[int, int] | None = None,
+        capabilities: Mapping[str, Any] | None = None,
     ) -> None:
         """``command`` defaults to ``[sys.executable, "-m", module]``. ``stdin``/``stdout`` may be
         open files (then the harness cannot send or read on that side). ``user``: ``(uid, gid)``
-        to run the server as, without supplementary groups (the harness must be root)."""
+        to run the server as, without supplementary groups (the harness must be root).
+        ``capabilities``: the client capabilities ``request`` and ``call`` (below) declare when
+        not told otherwise, as a client declares the same ones on every request."""
         if schema not in ("modern", "legacy", "auto", None):
             raise ValueError('schema must be "modern", "legacy", "auto" or None')
         self.command = list(command) if command is not None else [sys.executable, "-m", module]
         self.schema = schema
+        self.capabilities = capabilities
         # Only initialize-era sessions may see server-to-client requests (elicitation, sampling,
         # roots); a test opts in. The 2026-07-28 era must never see one.
         self.allow_server_requests = False
@@ -568,6 +628,65 @@ class ServerProcess:
     def _diagnostics(self) -> str:
         tail = bytes(self._buffer[-2000:])
         return f"--- unread stdout ({len(self._buffer)} bytes) ---\n{tail!r}\n--- stderr ---\n{self.stderr_text()[-4000:]}"
+
+
+# --- conveniences: one request, one server -----------------------------------------------------
+
+_fresh_ids = itertools.count(1_000_000)  # far from the small ids tests write by hand
+
+
+def request(server: ServerProcess, method: str, params: Mapping[str, Any] | None = None, *,
+            capabilities: Mapping[str, Any] | None = None, timeout: float = DEFAULT_TIMEOUT, **options: Any) -> dict[str, Any]:
+    """A 2026-07-28 request under a fresh id, sent to ``server``; its whole response.
+    ``capabilities`` default to the server's (``ServerProcess(capabilities=...)``); ``options`` as
+    for ``modern_request`` (``progress_token``)."""
+    declared = server.capabilities if capabilities is None else capabilities
+    return server.request(modern_request(next(_fresh_ids), method, params, capabilities=declared, **options), timeout=timeout)
+
+
+def call(server: ServerProcess, name: str, arguments: Mapping[str, Any] | None = None, *,
+         capabilities: Mapping[str, Any] | None = None, timeout: float = TOOL_TIMEOUT, **params: Any) -> dict[str, Any]:
+    """One ``tools/call`` through ``request``; its result (an error response fails the test).
+    ``params`` go beside name and arguments (``inputResponses``, ``requestState``, ``task``,
+    ``_meta`` keys to add)."""
+    body: dict[str, Any] = {"name": name, **params}
+    if arguments is not None:
+        body["arguments"] = dict(arguments)
+    return result_of(request(server, "tools/call", body, capabilities=capabilities, timeout=timeout))
+
+
+class Spawner:
+    """Starts servers of one module for a test, each with ``BASIC_SERVER_<NAME>`` variables from
+    keywords (``max_line_bytes="100"``), and closes every one it started at the end (``with``).
+
+    A test module binds its server and environment in a fixture::
+
+        @pytest.fixture
+        def spawn() -> Iterator[Spawner]:
+            with Spawner(MODULE) as start:
+                yield start
+    """
+
+    def __init__(self, module: str = BASIC_SERVER, env: Mapping[str, str | None] | None = None) -> None:
+        self.module = module
+        self.env = dict(env or {})
+        self.started: list[ServerProcess] = []
+
+    def __call__(self, command: Iterable[str] | None = None, extra_env: Mapping[str, str | None] | None = None,
+                 process: type[ServerProcess] | None = None, **options: str) -> ServerProcess:
+        """A started server: ``command`` (default: the module), ``extra_env`` added as it is,
+        ``process`` the harness class (default ``ServerProcess``)."""
+        env = {**self.env, **{f"BASIC_SERVER_{name.upper()}": value for name, value in options.items()}, **(extra_env or {})}
+        server = (process or ServerProcess)(command, module=self.module, env=env)
+        self.started.append(server)
+        return server
+
+    def __enter__(self) -> Spawner:
+        return self
+
+    def __exit__(self, *exc_info: Any) -> None:
+        for server in self.started:
+            server.close(timeout=1.0)
 
 
 def run_with_files(

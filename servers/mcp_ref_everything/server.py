@@ -472,7 +472,14 @@ async def test_trigger_prompt_change(ctx: RequestContext, args: Arguments) -> st
     return "Mutation triggered: test_dynamic_prompt added"
 
 
-WATCHED = {"text": "Watched resource content", "version": 1}
+class WatchedState(TypedDict):
+    """What test://watched-resource serves: its text and a version each change increments."""
+
+    text: str
+    version: int
+
+
+WATCHED: WatchedState = {"text": "Watched resource content", "version": 1}
 
 
 @server.tool(

@@ -144,6 +144,11 @@ def start_fs() -> Iterator[Callable[..., ServerProcess]]:
         process.close()
 
 
+def temp_files(directory: Path) -> list[str]:
+    """The temporary files of atomic writes left in ``directory`` (not below it)."""
+    return [p.name for p in directory.iterdir() if p.name.startswith(".mcp-ref-") and p.name.endswith(".tmp")]
+
+
 def call_with_timeout(function: Callable[[], Any], timeout: float = 5.0) -> Any:
     """Run ``function`` in a thread; fail the test, instead of hanging it, if it has not finished
     after ``timeout`` seconds (a FIFO opened for reading, a link loop, a runaway walk)."""

@@ -9,28 +9,19 @@ from __future__ import annotations
 
 import itertools
 import os
-import struct
-import sys
 import time
-import zlib
 from pathlib import Path
 from typing import Any, Callable
 from urllib.parse import quote
 
-from tests.wire import ServerProcess, id_key, is_response, modern_request
+from tests.wire import ServerProcess, id_key, is_response, modern_request, subscription_of
 
 ACK = "notifications/subscriptions/acknowledged"
 UPDATED = "notifications/resources/updated"
 LIST_CHANGED = "notifications/resources/list_changed"
-SUBSCRIPTION_ID = "io.modelcontextprotocol/subscriptionId"
 NOTIFY_SECONDS = 3.0  # a change must be announced within this long
 
 ids = itertools.count(1)
-
-
-def fs_command(*roots: Path | str, options: tuple[str, ...] = ()) -> list[str]:
-    """``python -m mcp_ref_fs [options] ROOT...``."""
-    return [sys.executable, "-m", "mcp_ref_fs", *options, *map(str, roots)]
 
 
 def file_uri(path: Path | str) -> str:
@@ -38,25 +29,18 @@ def file_uri(path: Path | str) -> str:
     return "file://" + quote(str(path), safe="/")
 
 
-def png_bytes() -> bytes:
-    """A valid 1x1 RGBA PNG."""
+class Recorder:
+    """Stands in for the Server: records what the watcher announces (from its thread)."""
 
-    def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    def __init__(self) -> None:
+        self.updated: list[str] = []
+        self.lists: list[str] = []
 
-    header = struct.pack(">IIBBBBB", 1, 1, 8, 6, 0, 0, 0)
-    return b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(b"\x00\xff\x00\x00\xff")) + chunk(b"IEND", b"")
+    def notify_resource_updated(self, uri: str) -> None:
+        self.updated.append(uri)
 
-
-def request(server: ServerProcess, method: str, params: dict[str, Any] | None = None, **options: Any) -> dict[str, Any]:
-    """A modern request with a fresh id; its whole response."""
-    return server.request(modern_request(next(ids), method, params, **options))
-
-
-def subscription_of(message: dict[str, Any]) -> Any:
-    """The subscription id a notification (or a listen's final result) carries, ``...`` when none."""
-    body = message.get("params") if "method" in message else message.get("result")
-    return ((body or {}).get("_meta") or {}).get(SUBSCRIPTION_ID, ...)
+    def notify_list_changed(self, kind: str) -> None:
+        self.lists.append(kind)
 
 
 def open_listen(server: ServerProcess, listen_id: Any, wanted: dict[str, Any]) -> dict[str, Any]:

@@ -7,7 +7,6 @@ A "model" here is the test itself: it reads only the text blocks, and follows th
 
 from __future__ import annotations
 
-import itertools
 import json
 import os
 import re
@@ -18,18 +17,16 @@ from typing import Any, Callable
 import pytest
 
 from tests.fs.conftest import tiny_png
-from tests.wire import ServerProcess, result_of, tool_call
+from tests.wire import CLIENT_INFO_KEY, ServerProcess, call
 
-_ids = itertools.count(1)
 Start = Callable[..., ServerProcess]
 CUE = re.compile(r"(?:Next page|Next lines): ([a-z_]+) (\{.*\})\]$")
 
 
-def call(server: ServerProcess, name: str, arguments: dict[str, Any], client: str | None = None) -> dict[str, Any]:
-    request = tool_call(next(_ids), name, arguments)
-    if client is not None:
-        request["params"]["_meta"]["io.modelcontextprotocol/clientInfo"] = {"name": client, "version": "1"}
-    result = result_of(server.request(request, timeout=30))
+def answer_of(server: ServerProcess, name: str, arguments: dict[str, Any], client: str | None = None) -> dict[str, Any]:
+    """The answer to a tool call made as the host named ``client`` makes it (its clientInfo); it must succeed."""
+    named = {} if client is None else {"_meta": {CLIENT_INFO_KEY: {"name": client, "version": "1"}}}
+    result = call(server, name, arguments, **named)
     assert not result.get("isError"), result
     return result
 
@@ -49,7 +46,7 @@ def follow(server: ServerProcess, name: str, arguments: dict[str, Any], client: 
     blocks of every answer and the largest answer's size in bytes."""
     pages, largest = [], 0
     for _ in range(most):
-        result = call(server, name, arguments, client)
+        result = answer_of(server, name, arguments, client)
         assert "structuredContent" not in result  # the text reaches the model once
         largest = max(largest, answer_bytes(result))
         pages.append(texts(result))
@@ -98,7 +95,7 @@ def answers_server(answers_root: Path) -> Any:
                                                 ("copilot-cli", 18_000)])
 def test_an_answer_stays_within_the_budget_measured_for_the_client_that_says_who_it_is(
         answers_server: ServerProcess, answers_root: Path, client: str | None, budget: int) -> None:
-    result = call(answers_server, "read_text_file", {"path": str(answers_root / "big.txt")}, client)
+    result = answer_of(answers_server, "read_text_file", {"path": str(answers_root / "big.txt")}, client)
     assert budget - 1500 < answer_bytes(result) <= budget
 
 
@@ -106,7 +103,7 @@ def test_an_answer_stays_within_the_budget_measured_for_the_client_that_says_who
 def test_max_answer_bytes_sets_the_budget_for_every_client(answers_root: Path, start_fs: Start) -> None:
     server = start_fs(answers_root, options=("--max-answer-bytes", "4000"))
     for client in (None, "claude-code"):
-        result = call(server, "read_text_file", {"path": str(answers_root / "big.txt")}, client)
+        result = answer_of(server, "read_text_file", {"path": str(answers_root / "big.txt")}, client)
         assert 2500 < answer_bytes(result) <= 4000
 
 
@@ -138,12 +135,12 @@ def test_a_model_following_the_cues_reads_a_2_mb_file_to_its_last_line(answers_s
 def test_a_window_answer_states_the_line_count_and_the_next_window(answers_server: ServerProcess,
                                                                    answers_root: Path) -> None:
     path = str(answers_root / "big.txt")
-    body, cue = texts(call(answers_server, "read_text_file", {"path": path, "offset": 100, "limit": 10}))
+    body, cue = texts(answer_of(answers_server, "read_text_file", {"path": path, "offset": 100, "limit": 10}))
     assert body.startswith("00101 ") and body.count("\n") == 10
     assert cue == f'[Lines 101-110 of 40,000. Next lines: read_text_file {{"path": "{path}", "offset": 110, "limit": 10}}]'
-    body, cue = texts(call(answers_server, "read_text_file", {"path": path, "tail": 3}))
+    body, cue = texts(answer_of(answers_server, "read_text_file", {"path": path, "tail": 3}))
     assert cue == "[Lines 39,998-40,000 of 40,000.]"
-    body, cue = texts(call(answers_server, "read_text_file", {"path": path, "offset": 39_995, "limit": 10}))
+    body, cue = texts(answer_of(answers_server, "read_text_file", {"path": path, "offset": 39_995, "limit": 10}))
     assert body.startswith("39996 ") and cue == "[Lines 39,996-40,000 of 40,000: the end of the file.]"
 
 
@@ -199,7 +196,7 @@ def test_a_big_directory_listing_comes_in_pages_with_start(answers_server: Serve
     pages, _largest = follow(answers_server, "list_directory", {"path": str(answers_root / "tree" / "src" / "pkg00")},
                              most=20)
     assert len(pages) == 1  # 100 names fit
-    (result,) = [texts(call(answers_server, "list_directory", {"path": str(answers_root / "tree" / "src" / "pkg00"),
+    (result,) = [texts(answer_of(answers_server, "list_directory", {"path": str(answers_root / "tree" / "src" / "pkg00"),
                                                                 "start": 95}))]
     assert result[0].split("\n") == [f"[FILE] mod{i:03d}.py" for i in range(95, 100)]
     assert result[1] == "[Entries 96-100 of 100: the last of them.]"
@@ -209,7 +206,7 @@ def test_a_big_directory_listing_comes_in_pages_with_start(answers_server: Serve
 def test_read_multiple_files_names_the_call_that_reads_what_did_not_fit(answers_server: ServerProcess,
                                                                         answers_root: Path) -> None:
     big, png = str(answers_root / "big.txt"), str(answers_root / "tree" / ".gitignore")
-    (body,) = texts(call(answers_server, "read_multiple_files", {"paths": [big, big, png]}))
+    (body,) = texts(answer_of(answers_server, "read_multiple_files", {"paths": [big, big, png]}))
     first, second, third = body.split("\n---\n")
     assert first.startswith(f"{big}:\n00001 ") and f'Next page: read_text_file {{"path": "{big}", "offset": ' in first
     assert second == f'{big}: [Not read: this answer is full. Read it with read_text_file {{"path": "{big}"}}]'
@@ -223,12 +220,12 @@ def test_read_multiple_files_names_the_call_that_reads_what_did_not_fit(answers_
 def test_include_ignored_shows_vcs_metadata_and_gitignored_entries_and_list_directory_always_does(
         answers_server: ServerProcess, answers_root: Path) -> None:
     tree = answers_root / "tree"
-    found = texts(call(answers_server, "search_files", {"path": str(tree), "pattern": "*", "includeIgnored": True}))
+    found = texts(answer_of(answers_server, "search_files", {"path": str(tree), "pattern": "*", "includeIgnored": True}))
     assert {Path(line).name for line in found[0].split("\n")} == {".git", ".gitignore", "debug.log", "node_modules", "src"}
     assert len(found) == 1  # nothing skipped, nothing cut
-    listing = texts(call(answers_server, "list_directory", {"path": str(tree)}))
+    listing = texts(answer_of(answers_server, "list_directory", {"path": str(tree)}))
     assert listing == ["[DIR] .git\n[FILE] .gitignore\n[FILE] debug.log\n[DIR] node_modules\n[DIR] src"]
-    hits = texts(call(answers_server, "grep_files", {"path": str(tree), "pattern": "TODO", "glob": "{*,*/*,*/*/*}",
+    hits = texts(answer_of(answers_server, "grep_files", {"path": str(tree), "pattern": "TODO", "glob": "{*,*/*,*/*/*}",
                                                      "includeIgnored": True}))
     assert f"{tree}/debug.log:1: TODO" in hits[0].split("\n")
     assert f"{tree}/node_modules/dep/index.py:1: TODO" in hits[0].split("\n")
@@ -239,7 +236,7 @@ def test_include_ignored_shows_vcs_metadata_and_gitignored_entries_and_list_dire
 def test_a_searched_directory_that_the_rules_above_ignore_is_searched_all_the_same(
         answers_server: ServerProcess, answers_root: Path) -> None:
     inside = answers_root / "tree" / "node_modules"
-    found = texts(call(answers_server, "search_files", {"path": str(inside), "pattern": "**/*.py"}))
+    found = texts(answer_of(answers_server, "search_files", {"path": str(inside), "pattern": "**/*.py"}))
     assert found == [str(inside / "dep" / "index.py")]
 
 
@@ -290,7 +287,7 @@ def test_the_files_a_search_skips_are_exactly_those_git_ignores(tmp_path: Path, 
     ignored = _git("check-ignore", "--stdin", cwd=repository, stdin="\n".join(every)).stdout.split()
     assert sorted(shown + ignored) == every  # git's two views agree: each file is shown or ignored
     server = start_fs(repository, options=("--max-answer-bytes", "1000000"))
-    found = texts(call(server, "search_files", {"path": str(repository), "pattern": "**"}))[0]
+    found = texts(answer_of(server, "search_files", {"path": str(repository), "pattern": "**"}))[0]
     files = sorted(str(Path(line).relative_to(repository)) for line in found.split("\n") if Path(line).is_file())
     assert files == sorted(shown)
     assert not set(files) & set(ignored)
@@ -306,7 +303,7 @@ def test_an_image_comes_with_a_line_saying_what_it_is_and_a_host_known_to_drop_i
     for client, ending in ((None, "If it does not reach you, the host did not pass it on."),
                            ("copilot-cli", "GitHub Copilot CLI passes no image or audio from a tool to its model, "
                                            "so this line is all of it that reaches you.")):
-        result = call(answers_server, "read_media_file", {"path": path}, client)
+        result = answer_of(answers_server, "read_media_file", {"path": path}, client)
         image, about = result["content"]
         assert image["type"] == "image" and "structuredContent" not in result
         assert about["text"] == f"{path}: image/png, {len(tiny_png())} bytes, sent as an image block. {ending}"
@@ -333,8 +330,8 @@ def test_a_host_that_parses_the_text_as_json_gets_an_empty_structured_content_wh
                              ("listing.txt", False), ("empty.txt", False))]
     for name, arguments, parses_to_non_object in calls:
         for client in ("gemini-cli-mcp-client", "claude-code", None):
-            result = call(server, name, arguments, client)
+            result = answer_of(server, name, arguments, client)
             expected = parses_to_non_object and client == "gemini-cli-mcp-client"
             assert result.get("structuredContent", "absent") == ({} if expected else "absent"), (name, arguments, client)
-    tree = call(server, "directory_tree", {"path": str(tmp_path / "dir")}, "gemini-cli-mcp-client")
+    tree = answer_of(server, "directory_tree", {"path": str(tmp_path / "dir")}, "gemini-cli-mcp-client")
     assert json.loads(texts(tree)[0]) == [{"name": "a.txt", "type": "file"}]  # the text itself is unchanged

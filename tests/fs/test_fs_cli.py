@@ -10,16 +10,13 @@ from pathlib import Path
 
 import pytest
 
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
+from tests.wire import request_line
+
 
 
 def run(*arguments: str, stdin: str = "", cwd: Path | None = None, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
     return subprocess.run([sys.executable, "-m", "mcp_ref_fs", *arguments], input=stdin, capture_output=True,
                           text=True, timeout=30, cwd=cwd, env={**os.environ, **env} if env else None)
-
-
-def line(request_id: int, method: str, **params: object) -> str:
-    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**params, "_meta": META}}) + "\n"
 
 
 def test_help_explains_roots_options_and_limits() -> None:
@@ -112,7 +109,7 @@ def test_a_root_that_is_not_a_directory_exits_2_before_serving(tmp_path: Path, m
     target = tmp_path / "x"
     if make == "file":
         target.write_text("not a directory")
-    done = run(str(target), stdin=line(1, "server/discover"))
+    done = run(str(target), stdin=request_line(1, "server/discover"))
     assert done.returncode == 2
     assert done.stdout == ""  # nothing was served
     assert str(target) in done.stderr
@@ -125,7 +122,7 @@ def test_bad_option_values_exit_2(tmp_path: Path) -> None:
 
 def test_no_root_serves_the_current_directory_and_says_so(tmp_path: Path) -> None:
     (tmp_path / "here.txt").write_text("here\n")
-    done = run(stdin=line(1, "tools/call", name="list_allowed_directories", arguments={}), cwd=tmp_path)
+    done = run(stdin=request_line(1, "tools/call", name="list_allowed_directories", arguments={}), cwd=tmp_path)
     assert done.returncode == 0
     assert "current directory" in done.stderr
     answer = json.loads(done.stdout)
@@ -137,14 +134,14 @@ def test_options_come_before_roots_and_several_roots_are_served(tmp_path: Path) 
     first.mkdir()
     second.mkdir()
     done = run("--read-only", "--max-entries", "10", str(first), str(second),
-               stdin=line(1, "tools/call", name="list_allowed_directories", arguments={}))
+               stdin=request_line(1, "tools/call", name="list_allowed_directories", arguments={}))
     assert done.returncode == 0
     assert json.loads(done.stdout)["result"]["structuredContent"]["directories"] == [str(first), str(second)]
 
 
 def test_a_printf_session_answers_every_request_and_exits_0(tmp_path: Path) -> None:
     (tmp_path / "hello.txt").write_text("hello\n")
-    session = line(1, "server/discover") + line(2, "tools/list") + line(
+    session = request_line(1, "server/discover") + request_line(2, "tools/list") + request_line(
         3, "tools/call", name="read_text_file", arguments={"path": "hello.txt"})
     done = run(str(tmp_path), stdin=session)
     assert done.returncode == 0

@@ -47,8 +47,9 @@ from mcp_ref_fs.root import (
 )
 from mcp_ref_fs.tools import FsTools, _last_bytes, _line_window
 from mcp_ref_fs.watch import CLOCK_SLACK_NS, Watcher, _Stop
-from tests.fs.conftest import call_with_timeout, fs_command
-from tests.wire import ServerProcess, is_response, result_of, tool_call
+from tests.fs.conftest import call_with_timeout, fs_command, temp_files
+from tests.fs.fixtures_resources import Recorder
+from tests.wire import ServerProcess, call, is_response, result_of, tool_call
 
 OLD = b"the old contents\n"
 NEW = b"the new contents\n"
@@ -61,10 +62,6 @@ _ids = itertools.count(1)
 def open_fds() -> int:
     """How many descriptors this process holds (a leak shows as a larger number)."""
     return len(os.listdir("/proc/self/fd"))
-
-
-def temp_files(directory: Path) -> list[str]:
-    return [p.name for p in directory.iterdir() if p.name.startswith(".mcp-ref-") and p.name.endswith(".tmp")]
 
 
 def patch_os(monkeypatch: pytest.MonkeyPatch, **replacements: Callable[..., Any]) -> Any:
@@ -691,20 +688,6 @@ def test_importing_the_entry_module_starts_no_server() -> None:
 # --- watch.py (in process, with a recorder standing in for the server) ----------------------------------
 
 
-class Recorder:
-    """Stands in for the Server: records what the watcher announces."""
-
-    def __init__(self) -> None:
-        self.updated: list[str] = []
-        self.lists: list[str] = []
-
-    def notify_resource_updated(self, uri: str) -> None:
-        self.updated.append(uri)
-
-    def notify_list_changed(self, kind: str) -> None:
-        self.lists.append(kind)
-
-
 @pytest.fixture
 def watched(root_dir: Path, sandbox: Sandbox) -> tuple[Watcher, Recorder, str]:
     """A watcher (no thread) subscribed to root/dir/sub/file.txt, and that file's URI."""
@@ -1242,10 +1225,6 @@ def tight_server(edge_root: Path) -> Iterator[ServerProcess]:
     """A server with tiny read limits: 10 bytes of text per file, 64 bytes per media file or edit."""
     with ServerProcess(fs_command(edge_root, options=("--max-read-bytes", "10", "--max-media-bytes", "64"))) as process:
         yield process
-
-
-def call(server: ServerProcess, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return result_of(server.request(tool_call(next(_ids), name, arguments), timeout=20))
 
 
 def succeeded(server: ServerProcess, name: str, arguments: dict[str, Any]) -> dict[str, Any]:

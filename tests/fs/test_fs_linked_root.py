@@ -11,7 +11,7 @@ from typing import Any
 import pytest
 
 from tests.fs.conftest import fs_command
-from tests.wire import ServerProcess, result_of, tool_call
+from tests.wire import ServerProcess, call
 
 
 @pytest.fixture
@@ -25,10 +25,6 @@ def linked_root(tmp_path: Path) -> tuple[Path, Path]:
     return link, real
 
 
-def _call(server: ServerProcess, number: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-    return result_of(server.request(tool_call(number, name, arguments)))
-
-
 def _text(result: dict[str, Any]) -> str:
     return result["content"][0]["text"]
 
@@ -37,24 +33,24 @@ def _text(result: dict[str, Any]) -> str:
 def test_a_root_given_through_a_link_is_shown_with_its_target_and_answers_spell_paths_its_given_way(linked_root: tuple[Path, Path]) -> None:
     link, real = linked_root
     with ServerProcess(fs_command(link)) as server:
-        listed = _call(server, 1, "list_allowed_directories", {})
+        listed = call(server, "list_allowed_directories", {})
         assert str(link) in _text(listed) and str(real) in _text(listed)
         assert listed["structuredContent"]["directories"] == [str(link)]
         assert listed["structuredContent"]["resolved"] == [str(real)]
 
         # Each request below names the real spelling; each answer uses the given one.
-        assert _text(_call(server, 2, "write_file", {"path": f"{real}/new.txt", "content": "x\n"})) == f"Successfully wrote to {link}/new.txt"
-        assert _text(_call(server, 3, "create_directory", {"path": f"{real}/made"})) == f"Successfully created directory {link}/made"
-        moved = _call(server, 4, "move_file", {"source": f"{real}/new.txt", "destination": f"{real}/made/new.txt"})
+        assert _text(call(server, "write_file", {"path": f"{real}/new.txt", "content": "x\n"})) == f"Successfully wrote to {link}/new.txt"
+        assert _text(call(server, "create_directory", {"path": f"{real}/made"})) == f"Successfully created directory {link}/made"
+        moved = call(server, "move_file", {"source": f"{real}/new.txt", "destination": f"{real}/made/new.txt"})
         assert _text(moved) == f"Successfully moved {link}/new.txt to {link}/made/new.txt"
-        many = _text(_call(server, 5, "read_multiple_files", {"paths": [f"{real}/a.txt", f"{real}/none.txt", "sub/b.txt"]}))
+        many = _text(call(server, "read_multiple_files", {"paths": [f"{real}/a.txt", f"{real}/none.txt", "sub/b.txt"]}))
         assert [part.split(":", 1)[0] for part in many.split("\n---\n")] == [f"{link}/a.txt", f"{link}/none.txt", f"{link}/sub/b.txt"]
         assert f"{link}/none.txt: Error - No such file: {link}/none.txt" in many
-        assert _call(server, 6, "get_file_info", {"path": f"{real}/a.txt"})["structuredContent"]["content"].startswith(f"path: {link}/a.txt")
-        assert _text(_call(server, 7, "search_files", {"path": str(real), "pattern": "**/*.txt"})).splitlines() == [
+        assert call(server, "get_file_info", {"path": f"{real}/a.txt"})["structuredContent"]["content"].startswith(f"path: {link}/a.txt")
+        assert _text(call(server, "search_files", {"path": str(real), "pattern": "**/*.txt"})).splitlines() == [
             f"{link}/a.txt", f"{link}/made/new.txt", f"{link}/sub/b.txt"]
-        grep = _call(server, 8, "grep_files", {"path": str(real), "pattern": "needle"})
+        grep = call(server, "grep_files", {"path": str(real), "pattern": "needle"})
         assert [line.split(":", 1)[0] for line in _text(grep).splitlines()] == [f"{link}/a.txt"]
-        missing = _call(server, 9, "read_text_file", {"path": f"{real}/gone.txt"})
+        missing = call(server, "read_text_file", {"path": f"{real}/gone.txt"})
         assert missing.get("isError") is True and _text(missing) == f"No such file: {link}/gone.txt"
     assert (real / "made" / "new.txt").read_text() == "x\n"

@@ -10,12 +10,17 @@ from __future__ import annotations
 import errno
 import os
 import subprocess
+import threading
+import types
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from mcp_ref import Server
+from mcp_ref_fs.config import Config
 from mcp_ref_fs.root import Refused, Sandbox, choose_mechanism
+from mcp_ref_fs.tools import FsTools
 from tests.fs.conftest import fs_command
 from tests.wire import ServerProcess, encode_line, modern_request, result_of, tool_call
 
@@ -169,3 +174,42 @@ def test_a_cheap_lookup_stops_before_it_spends_more_than_the_event_loop_may(tmp_
         os.symlink("loop", loop)
         sandbox.open_file("loop")
     sandbox.close()
+
+
+async def test_list_directory_does_not_resolve_links_on_the_event_loop(tmp_path: Path) -> None:
+    """A directory of at most IN_LOOP_ENTRIES names is listed on the event loop
+    (tools.FsTools._entries: ``list_directory_page(..., most=IN_LOOP_ENTRIES)``), and that listing
+    resolves every link it shows (root.py ``Sandbox.list_directory_page`` -> ``_linked`` ->
+    ``_lookup(follow_final=True)``): up to MAX_LINK_HOPS + 1 hops per link, each hop opening the
+    link's directory again from the root (one ``openat`` per component with the walk mechanism,
+    the default on macOS and on kernels without openat2). A malicious tree with 1000 links, each
+    starting a 40-link chain in a directory 60 levels deep, blocked the whole server (every other
+    request, cancellations included) for 6.2 s per ``list_directory`` call with
+    ``MCP_REF_FS_CONFINE=walk`` (0.58 s with openat2), and deeper chains cost proportionally more.
+    Fix: list on the loop only while no link needs resolving (e.g. ``most`` also bounds the links
+    met, raising ``ManyEntries`` at the first symlink), and otherwise list in a thread."""
+    root = tmp_path / "root"
+    (root / "dir" / "sub").mkdir(parents=True)
+    (root / "dir" / "target.txt").write_text("x")
+    os.symlink("target.txt", root / "dir" / "link_file")
+    os.symlink("sub", root / "dir" / "link_dir")
+    sandbox = Sandbox.open([str(root)])
+    try:
+        tools = FsTools(Server("review", "0"), sandbox, Config(roots=(str(root),)))
+        loop_thread = threading.current_thread()
+        resolved_on: list[bool] = []
+        real_linked = sandbox._linked
+
+        def linked(location: Any) -> Any:
+            resolved_on.append(threading.current_thread() is loop_thread)
+            return real_linked(location)
+
+        sandbox._linked = linked  # type: ignore[method-assign]
+        ctx = types.SimpleNamespace(report_progress=lambda *args, **kwargs: True, task_id=None)
+        result = await tools.list_directory(ctx, {"path": str(root / "dir")})  # type: ignore[arg-type]
+        assert {line.split(" ", 1)[1] for line in result.content[0]["text"].split("\n")} == {
+            "link_dir", "link_file", "sub", "target.txt"}
+        assert resolved_on, "the listing resolved no link at all"
+        assert not any(resolved_on), "links were resolved on the event loop thread"
+    finally:
+        sandbox.close()

@@ -23,14 +23,14 @@ COMPLETE = {"ref": {"type": "ref/resource", "uri": "file:///{+path}"}, "argument
 @pytest.mark.parametrize("method", ["tools/call", "completion/complete"])
 def test_a_runaway_loop_of_calls_is_paced_and_every_call_is_answered(tmp_path: Path, method: str) -> None:
     # 10 a second after a burst of 100: 130 calls back to back need at least 3 s for the last 30.
-    def request(number: int) -> bytes:
+    def line_of(number: int) -> bytes:
         if method == "tools/call":
             return encode_line(tool_call(number, "list_allowed_directories", {}))
         return encode_line(modern_request(number, "completion/complete", COMPLETE))
 
     with ServerProcess(fs_command(tmp_path, options=("--max-calls-per-second", "10"))) as server:
         started = time.monotonic()
-        server.send_raw(b"".join(request(number) for number in range(1, 131)) + encode_line(modern_request("p", "server/discover")))
+        server.send_raw(b"".join(line_of(number) for number in range(1, 131)) + encode_line(modern_request("p", "server/discover")))
         answered = []
         while len(answered) < 131:
             message = server.read_message(timeout=30)

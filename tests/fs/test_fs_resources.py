@@ -37,21 +37,19 @@ from tests.fs.fixtures_resources import (
     LIST_CHANGED,
     UPDATED,
     file_uri,
-    fs_command,
     ids,
     list_changed,
     open_listen,
-    png_bytes,
+    Recorder,
     replace_file,
-    request,
     response_to,
-    subscription_of,
     updated,
     wait_for,
     wait_for_stderr,
 )
+from tests.fs.conftest import fs_command, tiny_png
 from tests.schema_check import schemas
-from tests.wire import ServerProcess, WireTimeout, cancel, notification, result_of, tool_call
+from tests.wire import ServerProcess, WireTimeout, cancel, notification, request, result_of, subscription_of, tool_call
 
 DEBUG = {"MCP_REF_LOG_LEVEL": "DEBUG"}
 RANDOM_BYTES = random.Random(20260728).randbytes(200_000)  # over 64 KiB: the server reads it off the loop
@@ -79,7 +77,7 @@ def build_sample(base: Path) -> Sample:
     files = {
         "a.txt": b"alpha\n",
         "empty.txt": b"",
-        "image.png": png_bytes(),
+        "image.png": tiny_png(),
         "late-binary.txt": b"text at first\n" * 1000 + b"then \xff\xfe not UTF-8\n",  # past the 8 KiB sniff
         HASH_NAME: b"# My notes\n",
         ODD_NAME: b"odd\n",
@@ -383,7 +381,7 @@ def test_a_file_over_max_media_bytes_is_invalid_params_and_a_smaller_one_reads(s
         small = client.read_resource(small_uri)
     assert error["code"] == -32602 and error["data"]["uri"] == big_uri
     assert "--max-media-bytes" in error["message"]
-    assert small.data == [png_bytes()]
+    assert small.data == [tiny_png()]
 
 
 # --- subscriptions/listen ----------------------------------------------------------------------------------
@@ -748,20 +746,6 @@ def test_uri_parsing_accepts_only_local_absolute_file_uris(uri: str, path: str |
             uri_path(uri)
     else:
         assert uri_path(uri) == path
-
-
-class Recorder:
-    """Stands in for the Server: records what the watcher announces (from its thread)."""
-
-    def __init__(self) -> None:
-        self.updated: list[str] = []
-        self.lists: list[str] = []
-
-    def notify_resource_updated(self, uri: str) -> None:
-        self.updated.append(uri)
-
-    def notify_list_changed(self, kind: str) -> None:
-        self.lists.append(kind)
 
 
 def watcher_over(root: Path) -> tuple[Any, Recorder]:

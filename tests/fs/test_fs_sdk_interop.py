@@ -26,7 +26,8 @@ import pytest
 from mcp import Client, MCPError, StdioServerParameters, stdio_client
 from mcp.client.subscriptions import ResourcesListChanged, ResourceUpdated
 
-from tests.fs.fixtures_resources import file_uri, png_bytes
+from tests.fs.conftest import tiny_png
+from tests.fs.fixtures_resources import file_uri
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
 MODES = ["auto", "2026-07-28", "legacy"]
@@ -75,7 +76,7 @@ def root(tmp_path: Path) -> Path:
     (root / "sub").mkdir(parents=True)
     (root / "hello.txt").write_text("hello from disk\n")
     (root / "sub" / "doomed.txt").write_text("delete me\n")
-    (root / "image.png").write_bytes(png_bytes())
+    (root / "image.png").write_bytes(tiny_png())
     (root / "random.bin").write_bytes(random.Random(7).randbytes(100_000))
     return root
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import pytest
 
-from tests.fs.conftest import BIG_LINES, BIG_SIZE, SECRET, Tree, tiny_png, wav_bytes
+from tests.fs.conftest import BIG_LINES, BIG_SIZE, SECRET, Tree, temp_files, tiny_png, wav_bytes
 from tests.wire import (
     ServerProcess,
     cancel,
@@ -89,10 +89,6 @@ def assert_no_secret(server: ServerProcess) -> None:
     """The outside secret appears in nothing the server wrote, stdout or stderr."""
     assert SECRET not in json.dumps(server.received)
     assert SECRET not in server.stderr_text()
-
-
-def temp_files(directory: Path) -> list[str]:
-    return [p.name for p in directory.iterdir() if p.name.startswith(".mcp-ref-") and p.name.endswith(".tmp")]
 
 
 # --- tools/list -------------------------------------------------------------------------------------

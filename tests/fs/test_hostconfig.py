@@ -21,12 +21,12 @@ from typing import Any
 import pytest
 from mcp_ref_fs import hostconfig, jsonedit
 from mcp_ref_fs.hostconfig import Environment, ParseError, Refused, host_facts, merge_entry, parse_config
+from tests.wire import request_line
 
 JSON_CLIENTS = ["claude-desktop", "vscode", "cursor"]
 SERVERS_KEY = {"claude-desktop": "mcpServers", "vscode": "servers", "cursor": "mcpServers"}
 SCRIPT = Path(sys.executable).with_name("mcp-ref-fs")  # the console script of the test venv
-META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
-DISCOVER = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": META}}) + "\n"
+DISCOVER = request_line(1, "server/discover")
 ENTRY = {"command": "/opt/mcp-ref/bin/mcp-ref-fs", "args": ["/srv/projects"]}
 
 

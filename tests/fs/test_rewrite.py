@@ -99,6 +99,25 @@ def test_a_new_file_another_program_creates_meanwhile_is_never_overwritten(sandb
 # --- permissions and what the new file keeps --------------------------------------------------------------
 
 
+@pytest.mark.req("FS-ATOMIC-WRITE")
+def test_a_rewritten_file_loses_its_set_user_and_group_id_bits_and_keeps_its_owner(tmp_path: Path) -> None:
+    tree = tmp_path / "root"
+    tree.mkdir()
+    tool = tree / "tool"
+    tool.write_text("#!/bin/sh\necho hi\n")
+    os.chmod(tool, 0o6755)
+    if os.geteuid() == 0:
+        os.chown(tool, 1234, 1234)
+    sandbox = Sandbox.open([str(tree)])
+    with sandbox.replace_file("tool") as replacement:
+        replacement.write(b"#!/bin/sh\nid\n")
+        replacement.commit()
+    info = tool.stat()
+    assert stat.S_IMODE(info.st_mode) == 0o755  # setuid and setgid gone, the rest kept
+    if os.geteuid() == 0:
+        assert (info.st_uid, info.st_gid) == (1234, 1234)  # not handed to the server's user
+
+
 @pytest.mark.req("FS-WRITE-PERMISSIONS")
 @pytest.mark.parametrize(("code", "says"), [
     (errno.EACCES, "Permission denied"), (errno.EPERM, "Permission denied"), (errno.EROFS, "read-only file system"),

@@ -866,6 +866,21 @@ def test_a_linked_root_cannot_be_deleted_or_moved_under_either_spelling(linked, 
     assert os.readlink(link) == str(world.root) and world.root.is_dir()
 
 
+@pytest.mark.req("FS-ROOT-IMMOVABLE")
+@pytest.mark.parametrize("action", ["move", "delete"])
+def test_a_nested_root_cannot_vanish_through_its_ancestor(tmp_path: Path, action: str) -> None:
+    tree = tmp_path / "root"
+    (tree / "mid" / "inner").mkdir(parents=True)
+    (tree / "mid" / "inner" / "keep.txt").write_text("kept\n")
+    sandbox = Sandbox.open([str(tree), str(tree / "mid" / "inner")])
+    with pytest.raises(Refused, match="allowed directory"):
+        if action == "move":
+            sandbox.move("mid", "mid2")
+        else:
+            sandbox.delete("mid/inner")
+    assert (tree / "mid" / "inner" / "keep.txt").read_text() == "kept\n"
+
+
 # --- path validation -----------------------------------------------------------------------------------
 
 INVALID_PATHS = [

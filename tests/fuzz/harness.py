@@ -56,6 +56,8 @@ from tests.wire import (
     WireTimeout,
     WireViolation,
     decode_line,
+    id_key,
+    reject_constant,
 )
 
 DOCUMENTED_CODES = frozenset({-32700, -32600, -32601, -32602, -32603, -32021, -32022})
@@ -68,7 +70,6 @@ SCHEMA_CHECKS_PER_KIND = 8
 STRICT = os.environ.get("MCP_REF_FUZZ_STRICT") == "1"  # no KNOWN_BUGS tolerance: check a fix
 BARRIER_PREFIX = "\x00fuzz-barrier-"
 BARRIER_TOOL = "fuzz-barrier"  # no server has it: the barrier is answered -32602 (or -32601 without tools)
-LOG_LEVEL_KEY = "io.modelcontextprotocol/logLevel"
 
 # Tools that fail on purpose: a traceback on stderr is their business, not a client mistake.
 FAULT_TOOLS = frozenset({"test_error_handling"})
@@ -128,11 +129,6 @@ def is_valid_id(value: Any) -> bool:
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
 
 
-def key_of(request_id: Any) -> tuple[str, Any]:
-    """Keeps 1 and "1" (and True) apart."""
-    return (type(request_id).__name__, request_id)
-
-
 def carries_modern_meta(params: Any) -> bool:
     meta = params.get("_meta") if isinstance(params, dict) else None
     return isinstance(meta, dict) and (PROTOCOL_VERSION_KEY in meta or CLIENT_CAPABILITIES_KEY in meta)
@@ -175,10 +171,6 @@ def _nesting(line: bytes) -> int:
     return deepest
 
 
-def _reject_constant(name: str) -> Any:
-    raise ValueError(f"{name} is not JSON")
-
-
 def classify_line(line: bytes, max_line_bytes: int | None = None) -> Classified:
     """The oracle: JSON-RPC 2.0 as MCP restricts it, for one line (without its newline).
 
@@ -214,7 +206,7 @@ def _classify(line: bytes) -> Classified:
     if not line.strip():
         return Classified("blank")
     try:
-        value = json.loads(line.decode("utf-8"), parse_constant=_reject_constant)
+        value = json.loads(line.decode("utf-8"), parse_constant=reject_constant)
     except (UnicodeDecodeError, ValueError, RecursionError):
         return Classified("bad", code=-32700)
     if not isinstance(value, dict):
@@ -533,9 +525,9 @@ class _Episode:
                 return
             ledger.null_expected.append(_NullError(frozenset({-32700}), optional=True))
             if c.kind in ("request", "bad"):
-                ledger.maybe[key_of(c.id)] += 1
+                ledger.maybe[id_key(c.id)] += 1
         if c.kind == "request":
-            key = key_of(c.id)
+            key = id_key(c.id)
             legacy_possible = not carries_modern_meta(c.params) and self.server.legacy_initialize_seen
             if c.method == "initialize" and not carries_modern_meta(c.params):
                 self.server.legacy_initialize_seen = True
@@ -550,18 +542,18 @@ class _Episode:
                 self.fault_tool_called = True
             meta = c.params.get("_meta")
             if isinstance(meta, dict) and is_valid_id(meta.get("progressToken")):
-                self.server.progress_tokens.add(key_of(meta["progressToken"]))
+                self.server.progress_tokens.add(id_key(meta["progressToken"]))
         elif c.kind == "bad":
             if c.id is None:
                 ledger.null_expected.append(_NullError(frozenset({c.code})))
             else:
-                key = key_of(c.id)
+                key = id_key(c.id)
                 ledger.sends[key] += 1
                 ledger.kinds[key].append((c, False))
         elif c.kind == "notification" and c.method == "notifications/cancelled":
             target = c.params.get("requestId")
             if is_valid_id(target):  # a cancellation with a malformed reason may be ignored: at most one answer either way
-                key = key_of(target)
+                key = id_key(target)
                 if ledger.unconsumed[key] > 0:
                     ledger.unconsumed[key] -= 1
                     ledger.credits[key] += 1
@@ -576,7 +568,7 @@ class _Episode:
         if "method" in message:
             if message["method"] == "notifications/progress":
                 token = message.get("params", {}).get("progressToken")
-                if not is_valid_id(token) or key_of(token) not in self.server.progress_tokens:
+                if not is_valid_id(token) or id_key(token) not in self.server.progress_tokens:
                     raise WireViolation(f"progress for a token the client never sent: {line[:300]!r}")
             self.schema_check(message, ("modern", "legacy"), None, ("notification", message["method"]))
             return
@@ -594,7 +586,7 @@ class _Episode:
             return
         if not is_valid_id(request_id):
             raise WireViolation(f"response id is not a string or integer: {line[:300]!r}")
-        key = key_of(request_id)
+        key = id_key(request_id)
         if ledger.sends[key] == 0:
             twins = [k for k in ledger.sends if k[1] == request_id or str(k[1]) == str(request_id)]
             raise AssertionError(
@@ -672,7 +664,7 @@ class _Episode:
     def barrier(self) -> None:
         request_id, line = self.server.barrier_line()
         self.write(line)
-        key = key_of(request_id)
+        key = id_key(request_id)
         ledger = self.ledger
         self.read_until(
             lambda: ledger.answers[key] >= 1 and not ledger.missing(at_eof=False),
@@ -748,7 +740,7 @@ class _Episode:
 
     def build_retry(self, step: Retry) -> bytes:
         ledger = self.ledger
-        key = key_of(step.origin) if is_valid_id(step.origin) else None
+        key = id_key(step.origin) if is_valid_id(step.origin) else None
         if key is not None and ledger.sends[key] and not ledger.credits[key] and not ledger.open_ended[key]:
             # Wait for the origin's answer (it is due; if it never comes, settle() reports it).
             try:

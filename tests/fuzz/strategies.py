@@ -19,11 +19,10 @@ from typing import Any, Callable
 
 from hypothesis import strategies as st
 
-from tests.wire import CLIENT_CAPABILITIES_KEY, LEGACY_VERSION, MODERN_VERSION, PROTOCOL_VERSION_KEY
+from tests.wire import CLIENT_CAPABILITIES_KEY, CLIENT_INFO_KEY, LEGACY_VERSION, LOG_LEVEL_KEY, MODERN_VERSION, PROTOCOL_VERSION_KEY
 
-from .harness import BARRIER_PREFIX, LOG_LEVEL_KEY, Eof, Pause, Retry, Write, encode
+from .harness import BARRIER_PREFIX, Eof, Pause, Retry, Write, encode
 
-CLIENT_INFO_KEY = "io.modelcontextprotocol/clientInfo"
 LOG_LEVELS = ("debug", "info", "notice", "warning", "error", "critical", "alert", "emergency")
 MODERN_METHODS = (
     "tools/call",
@@ -263,7 +262,7 @@ def mutated(draw: Callable, value: Any) -> Any:
 # --- requests ---------------------------------------------------------------------------------------
 
 
-def modern_meta(draw: Callable, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
+def draw_modern_meta(draw: Callable, capabilities: dict[str, Any] | None = None) -> dict[str, Any]:
     if capabilities is None:
         capabilities = draw(st.sampled_from([{}, {"elicitation": {}}, {"sampling": {}}, {"roots": {}}, ALL_CAPABILITIES]))
     meta: dict[str, Any] = {PROTOCOL_VERSION_KEY: MODERN_VERSION, CLIENT_CAPABILITIES_KEY: capabilities}
@@ -335,7 +334,7 @@ def requests(draw: Callable, model: ServerModel, *, mutate: bool = True, method:
         method = draw(st.sampled_from(("tools/call",) * 5 + MODERN_METHODS + (LEGACY_METHODS if legacy else ())))
     params = params_for(draw, model, method)
     if not legacy:
-        params["_meta"] = modern_meta(draw)
+        params["_meta"] = draw_modern_meta(draw)
     elif rarely(draw, 4):
         params["_meta"] = {"progressToken": draw(VALID_IDS)}
     message: dict[str, Any] = {"jsonrpc": "2.0", "id": draw(VALID_IDS), "method": method, "params": params}
@@ -594,7 +593,7 @@ def sessions(
             else:
                 method = draw(st.sampled_from(["tools/call", "tools/call", "prompts/get", "resources/read"]))
                 message = request(mutate=False, method=method)
-            message["params"]["_meta"] = {**message["params"].get("_meta", {}), **modern_meta(draw, ALL_CAPABILITIES)}
+            message["params"]["_meta"] = {**message["params"].get("_meta", {}), **draw_modern_meta(draw, ALL_CAPABILITIES)}
             rounds.append((message["id"], message))
             steps.append(Write(encode(message)))
         elif kind == "retry" and rounds:
