@@ -1,5 +1,5 @@
 """The server's command-line options, defined once: parsed when serving (``__main__``) and passed
-through into the command a host runs by ``print-config`` and ``install`` (``hostconfig``)."""
+through into the command a host runs by ``print-config`` and ``install`` (``hosts.hostconfig``)."""
 
 from __future__ import annotations
 

@@ -16,7 +16,7 @@ owner, permission bits and extended attributes). What this module adds is order:
   that the file changed while it was being edited. ``write_file`` replaces the content whatever
   it is, so it writes again, with the owner and permissions of the file as it now is. Either gives
   up after ``MAX_ATTEMPTS`` reads of a file that keeps changing.
-* **Off the event loop.** Matching and the diff (:mod:`.edits`) run in a worker thread marked
+* **Off the event loop.** Matching and the diff (:mod:`.edits`, :mod:`.diffs`) run in a worker thread marked
   long (:mod:`.offload`), stop at a cancellation between edits and between diff regions, and
   within ``--search-seconds``; a rewrite (a write, two ``fsync``) and the ``fsync`` of a directory
   after creating, moving or deleting run in a worker thread too. A rewrite whose request is
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from mcp_ref import InputRequired, ToolError, ToolResult, elicit_form
 
-from . import content, edits
+from . import content, diffs, edits
 from .answers import answer, first_bytes, utf8
 from .offload import Stop, Stopped, off_loop, read_start, sandboxed
 from .rewrite import FileLocks, Snapshot, snapshot
@@ -159,12 +159,12 @@ class WritingTools:
             return content.split_bom(raw)[0], self._decode(opened, raw), snapshot(opened.info), opened.location.display
 
     async def _edit(self, original: str, changes: list[tuple[str, str]], display: str, *,
-                    again: bool) -> tuple[edits.Edited, edits.Diff]:
+                    again: bool) -> tuple[edits.Edited, diffs.Diff]:
         """The edits applied (exactly, ``again``: on content that changed since the first read) and
         their diff, in a worker thread."""
         limit = self.config.search_seconds
 
-        def work(stop: Stop) -> tuple[edits.Edited, edits.Diff]:
+        def work(stop: Stop) -> tuple[edits.Edited, diffs.Diff]:
             # The time limit counts from here: waiting for a thread place behind searches is not the edit's time.
             timed = Stop(limit)
 
@@ -173,7 +173,7 @@ class WritingTools:
                 timed.check()
 
             edited = edits.edit_text(original, changes, exact_only=again, check=check)
-            return edited, edits.edit_diff(edited, display, max_bytes=self.config.max_read_bytes, check=check)
+            return edited, diffs.edit_diff(edited, display, max_bytes=self.config.max_read_bytes, check=check)
 
         try:
             return await off_loop(work, long=True)

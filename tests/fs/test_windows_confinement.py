@@ -473,8 +473,8 @@ _POSIX_ONLY = ["O_DIRECTORY", "O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY
 
 _OUR_MODULES = """
     import mcp_ref_fs.root, mcp_ref_fs._act, mcp_ref_fs.tools, mcp_ref_fs.resources, mcp_ref_fs.watch
-    import mcp_ref_fs.hostconfig, mcp_ref_fs.server, mcp_ref_fs.__main__, mcp_ref_fs._confine_walk
-    import mcp_ref_fs._confine_openat2, mcp_ref_fs._confine_windows, mcp_ref_fs.jsonedit, mcp_ref_fs.mimetable
+    import mcp_ref_fs.hosts.hostconfig, mcp_ref_fs.server, mcp_ref_fs.__main__, mcp_ref_fs._confine_walk
+    import mcp_ref_fs._confine_openat2, mcp_ref_fs._confine_windows, mcp_ref_fs.hosts.jsonedit, mcp_ref_fs.mimetable
 """
 
 # Standard-library modules that exist only on POSIX: in the simulation, importing one fails.

@@ -167,7 +167,7 @@ def server_command() -> list[str]:
 def copy_demo_files(target: Path) -> None:
     """The example folder shipped in the package (``demo_files/``), copied to ``target``."""
     target.mkdir()
-    for item in resources.files("mcp_ref_fs").joinpath("demo_files").iterdir():
+    for item in resources.files("mcp_ref_fs.demo").joinpath("demo_files").iterdir():
         if item.is_file():
             (target / item.name).write_bytes(item.read_bytes())
 
@@ -326,6 +326,3 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(base, ignore_errors=True)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
