@@ -20,7 +20,8 @@ import os
 import platform
 from typing import Sequence
 
-from ._confine_walk import Budget, FollowLink, WalkMechanism, reopen
+from ._confine import Budget, FollowLink
+from ._confine_walk import WalkMechanism, reopen
 
 # include/uapi/linux/openat2.h
 RESOLVE_NO_MAGICLINKS = 0x02

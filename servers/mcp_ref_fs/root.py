@@ -79,13 +79,12 @@ import os
 import posixpath
 import re
 import stat
-import sys
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Callable, Iterator, NamedTuple, Sequence
 
 from . import _act
-from ._act import AtAct, PathAct, choose_act
-from ._confine_walk import MAX_LINK_HOPS, Budget, Costly, Meter, WalkMechanism
+from ._confine import MAX_LINK_HOPS, Act, Budget, Costly, Mechanism, Meter
+from ._platform import choose_act, choose_mechanism
 
 if TYPE_CHECKING:
     from .rewrite import Rewrite, Snapshot
@@ -381,39 +380,14 @@ def _ancestry(path: str) -> set[tuple[int, int]]:
 # --- the mechanism --------------------------------------------------------------------------------
 
 
-def choose_mechanism(name: str | None = None) -> WalkMechanism:
-    """``openat2`` when the kernel has it, else the walk; on Windows, the handle checks of
-    :mod:`._confine_windows`. ``name`` forces one (tests, and ``MCP_REF_FS_CONFINE=walk`` for a
-    system whose ``openat2`` misbehaves)."""
-    name = name or os.environ.get("MCP_REF_FS_CONFINE") or "auto"
-    if name not in ("auto", "openat2", "walk", "windows"):
-        raise ValueError(f"unknown confinement mechanism {name!r} (auto, openat2, walk or windows)")
-    if name == "windows" or (name == "auto" and sys.platform == "win32"):
-        from . import _confine_windows
-
-        if not _confine_windows.available():
-            raise ValueError("the windows mechanism is available on Windows only")
-        return _confine_windows.WindowsMechanism()  # type: ignore[return-value]  # pragma: no cover - Windows only
-    if os.open not in os.supports_dir_fd:
-        raise ValueError(f"the {name} mechanism needs POSIX *at calls (os.open with dir_fd)")
-    if name in ("auto", "openat2"):
-        from . import _confine_openat2
-
-        if _confine_openat2.available():
-            return _confine_openat2.Openat2Mechanism()  # type: ignore[return-value]
-        if name == "openat2":
-            raise ValueError("openat2 is not available on this system")
-    return WalkMechanism()
-
-
 # --- the sandbox ----------------------------------------------------------------------------------
 
 
 class Sandbox:
     """The allowed directories and every operation permitted inside them."""
 
-    def __init__(self, roots: Sequence[Root], mechanism: WalkMechanism | None = None,
-                 act: AtAct | PathAct | None = None) -> None:
+    def __init__(self, roots: Sequence[Root], mechanism: Mechanism | None = None,
+                 act: Act | None = None) -> None:
         if not roots:
             raise ValueError("a sandbox needs at least one root")
         self.roots = tuple(roots)
@@ -424,17 +398,17 @@ class Sandbox:
         self._closed = False
 
     @property
-    def mechanism(self) -> WalkMechanism:
+    def mechanism(self) -> Mechanism:
         """How directories are opened beneath a root; chosen on first use (probing costs start-up time)."""
         if self._mechanism is None:
             self._mechanism = choose_mechanism()
         return self._mechanism
 
     @classmethod
-    def open(cls, paths: Sequence[str], mechanism: WalkMechanism | None = None,
-             act: AtAct | PathAct | None = None) -> Sandbox:
+    def open(cls, paths: Sequence[str], mechanism: Mechanism | None = None,
+             act: Act | None = None) -> Sandbox:
         """Open each directory as a root. Raises ``ValueError`` naming the first unusable one.
-        ``act`` forces the act step (default: :func:`_act.choose_act`, ``MCP_REF_FS_ACT``)."""
+        ``act`` forces the act step (default: :func:`._platform.choose_act`, ``MCP_REF_FS_ACT``)."""
         act = act if act is not None else choose_act()
         windows = act.sep == "\\"
         roots = []
