@@ -57,11 +57,11 @@ import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 from ._act import TEMPORARY_PREFIX, is_temporary
-from .root import FileChanged, Refused, _fs_error
+from .places import FileChanged, Refused, _fs_error
 
 if TYPE_CHECKING:
     from ._confine import Act
-    from .root import Location
+    from .places import Location
 
 STALE_SECONDS = 3600.0  # a temporary file of the server's naming older than this is a crash's leftover
 _SWEPT_MAX = 10_000  # directories remembered as swept (then forgotten, and swept again)
