@@ -49,7 +49,6 @@ import stat
 import sys
 from typing import Any, Callable
 
-from ._confine_walk import reopen
 
 # Flags that exist only on some systems are 0 elsewhere (O_BINARY and O_NOINHERIT: Windows only).
 O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -76,6 +75,15 @@ _HEX = frozenset("0123456789abcdef")
 def is_temporary(name: str) -> bool:
     """Is ``name`` a temporary file of the server's own naming (``.mcp-ref-<16 hex>.tmp``)?"""
     return len(name) == 29 and name.startswith(TEMPORARY_PREFIX) and name.endswith(".tmp") and _HEX.issuperset(name[9:25])
+
+
+def reopen(dir_fd: int) -> int:
+    """A new open file description of the directory ``dir_fd`` refers to.
+
+    Not ``os.dup``: a duplicate shares the directory read offset with the original, so two
+    listings of the same root (in two worker threads) would interleave and skip entries.
+    """
+    return os.open(".", ROOT_FLAGS, dir_fd=dir_fd)
 
 
 def open_root_fd(path: str) -> int:

@@ -21,7 +21,8 @@ import platform
 from typing import Sequence
 
 from ._confine import Budget, FollowLink
-from ._confine_walk import WalkMechanism, reopen
+from ._act import reopen
+from ._confine_walk import WalkMechanism
 
 # include/uapi/linux/openat2.h
 RESOLVE_NO_MAGICLINKS = 0x02

@@ -28,6 +28,7 @@ import os
 import stat
 from typing import Callable, Sequence
 
+from ._act import reopen
 from ._confine import Budget, FollowLink
 
 # A step through something that is not a directory (or is a link we refused to follow). The flags
@@ -35,15 +36,6 @@ from ._confine import Budget, FollowLink
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | _O_CLOEXEC
-
-
-def reopen(dir_fd: int) -> int:
-    """A new open file description of the directory ``dir_fd`` refers to.
-
-    Not ``os.dup``: a duplicate shares the directory read offset with the original, so two
-    listings of the same root (in two worker threads) would interleave and skip entries.
-    """
-    return os.open(".", os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC, dir_fd=dir_fd)
 
 
 # open_beneath(root_fd, parts) -> an fd of the directory at parts, which must hold no link

@@ -14,7 +14,7 @@ import itertools
 import operator
 import os
 import stat
-from typing import Any, Callable, Iterator, NamedTuple
+from typing import Any, Callable, Generator, Iterator, NamedTuple
 
 from . import _act
 from ._confine import Costly
@@ -202,7 +202,7 @@ class Listings(SandboxCore):
         after: tuple[str, ...] | None = None,
         sizes: bool = True,
         entering: Callable[[tuple[str, ...], Any], None] | None = None,
-    ) -> Iterator[tuple[tuple[str, ...], Entry]]:
+    ) -> Generator[tuple[tuple[str, ...], Entry], None, None]:
         """Every entry below a directory, depth first, sorted by name at each level, as
         ``(components below the start, entry)``. Linked directories are listed, not entered.
 

@@ -84,8 +84,8 @@ def add_server_options(parser: argparse.ArgumentParser, *, for_host: bool = Fals
     for flag, keywords, help_text, default in SERVER_OPTIONS:
         switch = keywords.get("action") == "store_true"
         if for_host:
-            parser.add_argument(flag, **keywords, help=f"passed to the server: {help_text}",
-                                **({"default": None} if not switch else {}))
+            unset: dict[str, Any] = {} if switch else {"default": None}
+            parser.add_argument(flag, **keywords, help=f"passed to the server: {help_text}", **unset)
         else:
             shown = "" if switch or default == PER_HOST else f" (default {default:g})" if isinstance(default, float) \
                 else f" (default {default})"

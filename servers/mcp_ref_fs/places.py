@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import errno
 import os
-import posixpath
 import re
 import stat
 from dataclasses import dataclass
@@ -156,22 +155,6 @@ def _kind(mode: int) -> str:
     return "other"
 
 
-def _under(path: str, base: str) -> tuple[str, ...] | None:
-    """The components of ``path`` below ``base`` (both normalized, absolute), or None."""
-    if base == "/":
-        return tuple(p for p in path.split("/") if p)
-    if path == base:
-        return ()
-    if path.startswith(base + "/"):
-        return tuple(path[len(base) + 1 :].split("/"))
-    return None
-
-
-def _normalize(path: str) -> str:
-    normal = posixpath.normpath(path)
-    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
-
-
 # --- what the disk answered, as the client's path ----------------------------------------------
 
 
@@ -185,18 +168,26 @@ class _Guard:
         return None
 
     def __exit__(self, kind: type[BaseException] | None, error: BaseException | None, _tb: object) -> Literal[False]:
-        if error is None or isinstance(error, FsError):
-            return False
-        if isinstance(error, _Escape):
-            raise AccessDenied(self.path) from None
-        if isinstance(error, OSError):
-            raise _fs_error(error, self.path) from None
-        if isinstance(error, ValueError):
-            from . import winpaths
-
-            if isinstance(error, winpaths.WindowsPathError):  # a name Windows would read as another
-                raise InvalidPath(str(error)) from None
+        failure = None if error is None else _failure(error, self.path)
+        if failure is not None:
+            raise failure from None
         return False
+
+
+def _failure(error: BaseException, path: str) -> FsError | None:
+    """The ``FsError`` naming the client's ``path`` that an error inside an operation on it stands
+    for: an escape, an OS error, a name Windows would read as another. None for anything else
+    (an ``FsError`` already, an interruption, a bug), which goes on as itself."""
+    if isinstance(error, _Escape):
+        return AccessDenied(path)
+    if isinstance(error, OSError):
+        return _fs_error(error, path)
+    if isinstance(error, ValueError):
+        from . import winpaths
+
+        if isinstance(error, winpaths.WindowsPathError):  # a name Windows would read as another
+            return InvalidPath(str(error))
+    return None
 
 
 def _fs_error(error: OSError, path: str) -> FsError:

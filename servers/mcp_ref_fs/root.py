@@ -75,23 +75,25 @@ from __future__ import annotations
 
 import contextlib
 import contextvars
+import functools
 import os
+import posixpath
 import stat
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from . import _act
-from ._confine import Act, Budget, Costly, Mechanism, Meter
+from ._confine import Act, Budget, Costly, FollowLink, Mechanism, Meter
 from ._platform import choose_act, choose_mechanism
 from .changes import Changes
 from .listing import MAX_WALK_DEPTH, CostlyListing, Entry, Listings
 # The sandbox's vocabulary (places.py), named here too: callers import the sandbox from this module.
 from .places import (AccessDenied, AlreadyExists, FileChanged, FsError, InvalidPath, Location, NotFound, Refused, Root,
-                     WrongKind, _Escape, _fs_error, _Guard, _identity, _normalize, _under, display_name)
+                     WrongKind, _Escape, _failure, _fs_error, _Guard, _identity, display_name)
 
 __all__ = ["AccessDenied", "AlreadyExists", "Costly", "CostlyListing", "Entry", "FileChanged", "FsError", "InvalidPath",
            "Location", "MAX_WALK_DEPTH", "NotFound", "OpenFile", "Refused", "Root", "Sandbox", "WrongKind", "_fs_error",
-           "cheaply", "choose_act", "choose_mechanism", "display_name"]
+           "cheaply", "choose_act", "choose_mechanism", "display_name", "sandboxed"]
 
 MAX_PATH_BYTES = 4096
 MAX_NAME_BYTES = 255
@@ -122,6 +124,41 @@ def cheaply() -> Iterator[None]:
         _loop_meter.reset(token)
 
 
+T = TypeVar("T")
+
+
+async def sandboxed(operation: Callable[..., T], *args: Any) -> T:
+    """``operation(*args)``, a sandbox operation, as the event loop may run it: on the loop while its
+    lookups stay within ``LOOP_LOOKUP_STEPS`` system calls (as in :func:`cheaply`), else, from the
+    start, in a worker thread (``Costly`` is raised before anything has changed)."""
+    token = _loop_meter.set(Meter(LOOP_LOOKUP_STEPS))
+    try:
+        return operation(*args)
+    except Costly:
+        pass
+    finally:
+        _loop_meter.reset(token)
+    from .offload import off_loop  # the thread pool: only for the costly ones
+
+    return await off_loop(lambda _stop: operation(*args))
+
+
+def _under(path: str, base: str) -> tuple[str, ...] | None:
+    """The components of ``path`` below ``base`` (both normalized, absolute), or None."""
+    if base == "/":
+        return tuple(p for p in path.split("/") if p)
+    if path == base:
+        return ()
+    if path.startswith(base + "/"):
+        return tuple(path[len(base) + 1 :].split("/"))
+    return None
+
+
+def _normalize(path: str) -> str:
+    normal = posixpath.normpath(path)
+    return "/" + normal.lstrip("/") if normal.startswith("//") else normal
+
+
 # --- the sandbox ----------------------------------------------------------------------------------
 
 
@@ -134,18 +171,19 @@ class Sandbox(Listings, Changes):
         if not roots:
             raise ValueError("a sandbox needs at least one root")
         self.roots = tuple(roots)
-        self._mechanism = mechanism
+        if mechanism is not None:
+            self.mechanism = mechanism
         #: The act step (``_act``): POSIX ``*at`` calls, or paths through held directories.
         self.act = act if act is not None else choose_act()
         self._windows = self.act.sep == "\\"  # client paths and link texts follow Windows rules
+        self._spellings = [(alias, root) for root in self.roots for alias in root.aliases]  # what locate compares
+        self._follow = {root: self._follow_link(root) for root in self.roots}  # each root's link policy
         self._closed = False
 
-    @property
+    @functools.cached_property
     def mechanism(self) -> Mechanism:
         """How directories are opened beneath a root; chosen on first use (probing costs start-up time)."""
-        if self._mechanism is None:
-            self._mechanism = choose_mechanism()
-        return self._mechanism
+        return choose_mechanism()
 
     @classmethod
     def open(cls, paths: Sequence[str], mechanism: Mechanism | None = None,
@@ -212,11 +250,10 @@ class Sandbox(Listings, Changes):
         absolute = path if path.startswith("/") else self.roots[0].display.rstrip("/") + "/" + path
         normal = _normalize(absolute)
         best: tuple[int, Root, tuple[str, ...]] | None = None
-        for root in self.roots:
-            for alias in root.aliases:
-                parts = _under(normal, alias)
-                if parts is not None and (best is None or len(alias) > best[0]):
-                    best = (len(alias), root, parts)
+        for alias, root in self._spellings:
+            parts = _under(normal, alias)
+            if parts is not None and (best is None or len(alias) > best[0]):
+                best = (len(alias), root, parts)
         if best is None:
             raise AccessDenied(path)
         for part in best[2]:
@@ -231,7 +268,7 @@ class Sandbox(Listings, Changes):
         names are ``InvalidPath``. Pure string work, like the POSIX rules."""
         from . import winpaths  # only here and on other Windows paths: not at start-up elsewhere
 
-        spellings = [(alias, root) for root in self.roots for alias in root.aliases]
+        spellings = self._spellings
         try:
             index, parts = winpaths.locate(path, [alias for alias, _root in spellings])
         except winpaths.Outside:
@@ -246,7 +283,7 @@ class Sandbox(Listings, Changes):
     def root_location(self, index: int = 0) -> Location:
         return Location(self.roots[index], ())
 
-    def _follow_link(self, root: Root) -> Callable[[tuple[str, ...], str, tuple[str, ...]], tuple[str, ...]]:
+    def _follow_link(self, root: Root) -> FollowLink:
         """The link policy for ``root``: a link's new path below the root, or ``_Escape``."""
         if self._windows:
             from . import winpaths
@@ -287,10 +324,17 @@ class Sandbox(Listings, Changes):
 
     def _open_dir(self, location: Location, parts: Sequence[str] | None = None,
                   budget: Budget | None = None) -> tuple[Any, tuple[str, ...]]:
+        """The directory at ``parts`` (default: the location's own) beneath the location's root, held,
+        and the components really opened: the mechanism's work, but for the root itself, which
+        needs no resolving (a new descriptor of it, through the act step)."""
         root = location.root
         if budget is None:
             budget = Budget(_loop_meter.get())
-        return self.mechanism.open_dir(root.fd, location.parts if parts is None else parts, self._follow_link(root), budget)
+        parts = location.parts if parts is None else parts
+        if not parts:
+            budget.step()
+            return self.act.reopen(root.fd), ()
+        return self.mechanism.open_dir(root.fd, parts, self._follow.get(root) or self._follow_link(root), budget)
 
     def _lookup(self, location: Location, *, follow_final: bool) -> tuple[Any, str | None, os.stat_result | None]:
         """Open the directory holding the final name and ``lstat`` the name (None when absent).
@@ -310,10 +354,10 @@ class Sandbox(Listings, Changes):
                 budget.step(2)
                 fd = act.reopen(root.fd)
                 return fd, None, act.stat_dir(fd)
+            budget.step()  # the lstat below
             parent_fd, resolved = self._open_dir(location, parts[:-1], budget)
             name = parts[-1]
             try:
-                budget.step()
                 info = act.lstat(parent_fd, name)
             except FileNotFoundError:
                 return parent_fd, name, None
@@ -330,7 +374,7 @@ class Sandbox(Listings, Changes):
                 act.close(parent_fd)
             # A relative link is relative to the real directory holding it, which ``resolved``
             # names (both mechanisms report the components they really opened).
-            parts = self._follow_link(root)(resolved, target, ())
+            parts = (self._follow.get(root) or self._follow_link(root))(resolved, target, ())
 
     def _guard(self, path: str) -> _Guard:
         return _Guard(path)
@@ -348,10 +392,10 @@ class Sandbox(Listings, Changes):
 
     def open_file(self, path: str) -> OpenFile:
         """Open a regular file for reading. Refuses directories, FIFOs, sockets and devices."""
-        location = self.locate(path)
+        location = self.locate(path)  # step 1
         act = self.act
-        with self._guard(location.display):
-            parent_fd, name, info = self._lookup(location, follow_final=True)
+        try:
+            parent_fd, name, info = self._lookup(location, follow_final=True)  # step 2
             try:
                 if info is None:
                     raise NotFound(f"No such file: {location.display}")
@@ -359,7 +403,7 @@ class Sandbox(Listings, Changes):
                     raise WrongKind(f"{location.display} is a directory, not a file (use list_directory)")
                 if not stat.S_ISREG(info.st_mode) or name is None:
                     raise WrongKind(f"{location.display} is not a regular file (FIFOs, sockets and devices are refused)")
-                fd = act.open_file(parent_fd, name)
+                fd = act.open_file(parent_fd, name)  # step 3, never following name
             finally:
                 act.close(parent_fd)
             opened = os.fstat(fd)
@@ -368,7 +412,12 @@ class Sandbox(Listings, Changes):
                 raise WrongKind(f"{location.display} changed while it was being opened; try again")
             if _act.O_NONBLOCK:  # opened non-blocking so that a FIFO could not hang us; it is a file
                 os.set_blocking(fd, True)
-            return OpenFile(fd, opened, location) if act.positional_reads else _SeekingFile(fd, opened, location)
+        except (OSError, _Escape, ValueError) as error:  # as _guard() does, written out: the hot path
+            failure = _failure(error, location.display)
+            if failure is None:
+                raise
+            raise failure from None
+        return OpenFile(fd, opened, location) if act.positional_reads else _SeekingFile(fd, opened, location)
 
     def stat(self, path: str) -> tuple[Location, os.stat_result]:
         """What ``path`` is (links inside the root followed), for ``get_file_info``."""
@@ -431,8 +480,9 @@ class Sandbox(Listings, Changes):
 
 
 @dataclass
-class OpenFile:
-    """A regular file opened for reading inside a root. Close it (or use ``with``)."""
+class OpenFile(contextlib.AbstractContextManager["OpenFile"]):
+    """A regular file opened for reading inside a root. Close it, or use ``with`` (which returns
+    the file itself, and closes it on the way out)."""
 
     fd: int
     info: os.stat_result
@@ -441,16 +491,12 @@ class OpenFile:
     def read_at(self, offset: int, length: int) -> bytes:
         return os.pread(self.fd, length, offset)
 
-    def close(self) -> None:
+    def close(self, *_: object) -> None:
         if self.fd >= 0:
             os.close(self.fd)
             self.fd = -1
 
-    def __enter__(self) -> OpenFile:
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self.close()
+    __exit__ = close  # leaving the with block closes it (close takes __exit__'s arguments)
 
 
 class _SeekingFile(OpenFile):

@@ -248,7 +248,7 @@ class Demo:
                      "(its id is in _meta); the client would now read the file again.")
 
         self.step("tools/call delete_file: ask the user first (a multi round-trip request)")
-        elicitation = {"elicitation": {"form": {}}}
+        elicitation: dict[str, Any] = {"elicitation": {"form": {}}}
         arguments = {"name": "delete_file", "arguments": {"path": "scratch.txt"}}
         _, message = self.request(connection, "tools/call", arguments, elicitation)
         interim = result_of(message)
