@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import errno
 import os
+from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence
 
 # Links followed while resolving one path, as the kernel's own limit (MAXSYMLINKS = 40).
@@ -43,24 +44,20 @@ class Costly(Exception):
     caller does it again in a worker thread, where nothing limits the calls."""
 
 
+@dataclass(slots=True)
 class Meter:
     """System calls an operation on the event loop may still make (shared by its lookups)."""
 
-    __slots__ = ("steps",)
-
-    def __init__(self, steps: int) -> None:
-        self.steps = steps
+    steps: int
 
 
+@dataclass(slots=True)
 class Budget:
     """What one lookup may still spend: ``hops`` links followed, and system calls on ``meter``
     (None: as many as it takes, in a worker thread)."""
 
-    __slots__ = ("hops", "meter")
-
-    def __init__(self, meter: Meter | None = None) -> None:
-        self.hops = MAX_LINK_HOPS
-        self.meter = meter
+    meter: Meter | None = None
+    hops: int = MAX_LINK_HOPS
 
     def step(self, count: int = 1) -> None:
         """``count`` more system calls: ``Costly`` once the meter (if any) is spent."""

@@ -354,8 +354,13 @@ class Sandbox(Listings, Changes):
                 budget.step(2)
                 fd = act.reopen(root.fd)
                 return fd, None, act.stat_dir(fd)
-            budget.step()  # the lstat below
-            parent_fd, resolved = self._open_dir(location, parts[:-1], budget)
+            resolved: tuple[str, ...] = ()
+            if len(parts) == 1:  # a name in the root itself: no directory to resolve
+                budget.step(2)  # the reopen and the lstat below
+                parent_fd = act.reopen(root.fd)
+            else:
+                budget.step()  # the lstat below
+                parent_fd, resolved = self._open_dir(location, parts[:-1], budget)
             name = parts[-1]
             try:
                 info = act.lstat(parent_fd, name)
