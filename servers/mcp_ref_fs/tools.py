@@ -114,20 +114,29 @@ class FsTools(WalkTools, WritingTools):
             return build()
         return await off_loop(build, seconds=self.config.search_seconds)
 
-    async def _text_of(self, ctx: RequestContext | None, arguments: dict[str, Any], room: int,
+    async def _text_of(self, ctx: RequestContext | None, arguments: dict[str, Any], room: int | None = None,
                        tool: str = "read_text_file") -> tuple[str, list[str]]:
-        """A file's text (or the asked-for part of it) in at most ``room`` bytes, and the cue
-        notes: what was shown, of how many lines, and the next call (``tool`` with
-        ``arguments`` changed) when there is more. With ``ctx``, its bytes in the answer are
-        reserved first when large (``reserve_for``). The steps: confine and open, read, decide
-        that it is text, cut it to fit; windows of lines are :meth:`_window`'s."""
-        windowed = _window_asked(arguments)
+        """A file's text (or the asked-for part of it) in at most ``room`` bytes (default: what an
+        answer to ``ctx``'s client may hold, ``answers.data_budget``), and the cue notes: what was
+        shown, of how many lines, and the next call (``tool`` with ``arguments`` changed) when
+        there is more. With ``ctx``, a large answer's bytes are reserved first (``reserve_for``).
+        The steps: confine and open, read, decide that it is text, cut it to fit; windows of lines
+        are :meth:`_window`'s."""
+        head, tail = arguments.get("head"), arguments.get("tail")
+        offset, limit = arguments.get("offset"), arguments.get("limit")
+        if head is not None and tail is not None:
+            raise ToolError("Give head or tail, not both")
+        if (head is not None or tail is not None) and (offset is not None or limit is not None):
+            raise ToolError("Give head/tail or offset/limit, not both")
+        windowed = head is not None or tail is not None or offset is not None or limit is not None
+        if room is None:
+            room = data_budget(ctx, self.config.max_answer_bytes, arguments)
         cap = min(self.config.max_read_bytes, room)
         with await sandboxed(self.sandbox.open_file, arguments["path"]) as opened:  # confine, open
             size = opened.info.st_size
-            if ctx is not None:
+            sample = opened.read_at(0, SNIFF_BYTES)  # read: all of a small file
+            if ctx is not None and size > len(sample):  # a larger one's answer: reserved first when large
                 await reserve_for(ctx, text_answer_bytes(min(size, cap + 1)))
-            sample = opened.read_at(0, SNIFF_BYTES)  # read
             index = None
             if windowed:
                 if content.looks_binary(sample):  # before reading any further
@@ -141,7 +150,7 @@ class FsTools(WalkTools, WritingTools):
                     data = await read_start(opened, length)
             truncated = len(data) > cap
             if truncated:
-                data = _last_bytes(data, cap) if arguments.get("tail") is not None else _first_bytes(data, cap)
+                data = _last_bytes(data, cap) if tail is not None else _first_bytes(data, cap)
             try:  # decide text: binary files are refused; without the file's byte-order mark (one: a second is text)
                 body = content.file_text(data, None if windowed else sample)
             except content.Binary:
@@ -192,7 +201,7 @@ class FsTools(WalkTools, WritingTools):
         READ_ONLY,
     )
     async def read_text_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult | str:
-        body, notes = await self._text_of(ctx, arguments, data_budget(ctx, self.config.max_answer_bytes, arguments))
+        body, notes = await self._text_of(ctx, arguments)
         return _text_answer(body, notes) if notes else body  # the whole file: the library makes it one text block
 
     @tool(
@@ -382,18 +391,6 @@ def _line_window(opened: OpenFile, offset: int, limit: int | None, cap: int, sto
         position += len(chunk)
     return bytes(kept)
 
-
-
-def _window_asked(arguments: dict[str, Any]) -> bool:
-    """Whether a read asks for a window of lines (``head``, ``tail`` or ``offset``/``limit``; a tool
-    error when it mixes them)."""
-    head, tail = arguments.get("head"), arguments.get("tail")
-    offset, limit = arguments.get("offset"), arguments.get("limit")
-    if head is not None and tail is not None:
-        raise ToolError("Give head or tail, not both")
-    if (head is not None or tail is not None) and (offset is not None or limit is not None):
-        raise ToolError("Give head/tail or offset/limit, not both")
-    return head is not None or tail is not None or offset is not None or limit is not None
 
 
 def _read_cue(tool: str, arguments: dict[str, Any], data: bytes, index: Any, size: int, truncated: bool) -> str:
