@@ -89,14 +89,14 @@ def test_the_sdist_and_its_wheel_build_and_install_in_a_fresh_venv_and_mcp_ref_f
     with tarfile.open(sdist) as archive:
         members = {name.split("/", 1)[1] for name in archive.getnames() if "/" in name}
     assert {"pyproject.toml", "README.md", "mcp_ref/__init__.py", "servers/mcp_ref_fs/__main__.py",
-            "servers/mcp_ref_fs/demo_files/notes.txt", "servers/mcp_ref_everything/__main__.py"} <= members
+            "servers/mcp_ref_fs/demo/demo_files/notes.txt", "servers/mcp_ref_everything/__main__.py"} <= members
     pip("wheel", "--no-deps", "--quiet", "-w", str(tmp_path / "wheels"), str(sdist))
     [wheel] = (tmp_path / "wheels").glob("mcp_ref-*.whl")
     with zipfile.ZipFile(wheel) as archive:
         names = set(archive.namelist())
         entry_points = next(archive.read(name).decode() for name in names if name.endswith("entry_points.txt"))
-    assert {"mcp_ref/__init__.py", "mcp_ref_fs/__main__.py", "mcp_ref_fs/hostconfig.py", "mcp_ref_fs/demo.py",
-            "mcp_ref_fs/demo_files/checkers.png", "mcp_ref_fs/demo_files/notes.txt"} <= names
+    assert {"mcp_ref/__init__.py", "mcp_ref_fs/__main__.py", "mcp_ref_fs/hosts/hostconfig.py", "mcp_ref_fs/demo/__init__.py",
+            "mcp_ref_fs/demo/demo_files/checkers.png", "mcp_ref_fs/demo/demo_files/notes.txt"} <= names
     assert "mcp-ref-fs = mcp_ref_fs.__main__:main" in entry_points
 
     pip("install", "--quiet", str(wheel), python=python)
@@ -217,7 +217,7 @@ def test_the_bundle_holds_the_manifest_and_the_sources_it_needs(tmp_path: Path) 
     assert names == sorted(names)
     for needed in ("manifest.json", "pyproject.toml", "README.md", MANIFEST["server"]["entry_point"],
                    "mcp_ref/__init__.py", "mcp_ref/stdio.py", "servers/mcp_ref_fs/__main__.py",
-                   "servers/mcp_ref_fs/root.py", "servers/mcp_ref_fs/demo_files/notes.txt"):
+                   "servers/mcp_ref_fs/root.py", "servers/mcp_ref_fs/demo/demo_files/notes.txt"):
         assert needed in names
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc") or name.startswith("tests/")]
     again = build_bundle(tmp_path / "again.mcpb")

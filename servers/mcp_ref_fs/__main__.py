@@ -3,7 +3,7 @@
 Parses the command line into a ``Config``, opens the roots (exit status 2 with a message on
 stderr when one is unusable) and serves MCP over stdio until stdin closes.
 
-A first argument ``print-config`` or ``install`` is a subcommand instead (see ``hostconfig``),
+A first argument ``print-config`` or ``install`` is a subcommand instead (see ``hosts.hostconfig``),
 imported only then, so serving starts as fast as before. A directory of either name is served as
 ``mcp-ref-fs -- print-config`` or ``mcp-ref-fs ./print-config``.
 """
@@ -132,7 +132,7 @@ def main(argv: list[str] | None = None) -> int:
     """Serve until stdin closes (or a signal); returns the exit status."""
     arguments = sys.argv[1:] if argv is None else argv
     if arguments and arguments[0] in SUBCOMMANDS:
-        from . import hostconfig
+        from .hosts import hostconfig
 
         return hostconfig.main(arguments[0], arguments[1:])
     config = parse_arguments(arguments)

@@ -34,9 +34,10 @@ directory (``held``: whatever the mechanism returned) and a single final name, n
       renamed, deleted or replaced by a junction while held), and its path is the verified final
       path of the last one. Only that class's few ``kernel32`` calls never run on Linux.
 
-:func:`choose_act` picks one by capability (``*at`` calls where ``os.open`` takes ``dir_fd``, else
-paths); ``MCP_REF_FS_ACT`` or ``Sandbox.open(act=...)`` forces one. The module imports on any system:
-POSIX-only flags are read with ``getattr`` and a default.
+Both implement :class:`mcp_ref_fs._confine.Act`. :func:`mcp_ref_fs._platform.choose_act` picks one by
+capability (``*at`` calls where ``os.open`` takes ``dir_fd``, else paths); ``MCP_REF_FS_ACT`` or
+``Sandbox.open(act=...)`` forces one. The module imports on any system: POSIX-only flags are read
+with ``getattr`` and a default.
 """
 
 from __future__ import annotations
@@ -48,7 +49,6 @@ import stat
 import sys
 from typing import Any, Callable
 
-from ._confine_walk import reopen
 
 # Flags that exist only on some systems are 0 elsewhere (O_BINARY and O_NOINHERIT: Windows only).
 O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
@@ -67,8 +67,6 @@ O_TMPFILE = getattr(os, "O_TMPFILE", 0)
 UNNAMED_FLAGS = O_TMPFILE | os.O_WRONLY | O_CLOEXEC
 ROOT_FLAGS = os.O_RDONLY | O_DIRECTORY | O_CLOEXEC
 
-ACTS = ("auto", "at", "paths")
-
 # The temporary files of atomic rewrites (rewrite.py), where one needs a name: listings skip them.
 TEMPORARY_PREFIX = ".mcp-ref-"
 _HEX = frozenset("0123456789abcdef")
@@ -77,6 +75,15 @@ _HEX = frozenset("0123456789abcdef")
 def is_temporary(name: str) -> bool:
     """Is ``name`` a temporary file of the server's own naming (``.mcp-ref-<16 hex>.tmp``)?"""
     return len(name) == 29 and name.startswith(TEMPORARY_PREFIX) and name.endswith(".tmp") and _HEX.issuperset(name[9:25])
+
+
+def reopen(dir_fd: int) -> int:
+    """A new open file description of the directory ``dir_fd`` refers to.
+
+    Not ``os.dup``: a duplicate shares the directory read offset with the original, so two
+    listings of the same root (in two worker threads) would interleave and skip entries.
+    """
+    return os.open(".", ROOT_FLAGS, dir_fd=dir_fd)
 
 
 def open_root_fd(path: str) -> int:
@@ -112,9 +119,9 @@ class AtAct:
     sep = "/"
 
     open_root = staticmethod(open_root_fd)
-    close = os.close
+    close = staticmethod(os.close)
     reopen = staticmethod(reopen)
-    stat_dir = os.fstat
+    stat_dir = staticmethod(os.fstat)
     real_path = staticmethod(fd_real_path)
 
     @staticmethod
@@ -244,6 +251,10 @@ class PathAct:
         never need ``AtAct.link_unnamed``)."""
         raise OSError(errno.EOPNOTSUPP, "no unnamed files through the path-based act step")
 
+    def link_unnamed(self, fd: int, held: Any, name: str) -> None:  # pragma: no cover - never reached
+        """Never called: :meth:`create_unnamed` makes no unnamed file to name."""
+        raise OSError(errno.EOPNOTSUPP, "no unnamed files through the path-based act step")
+
     def rename_paths(self, source: str, target: str, info: os.stat_result) -> None:  # pragma: no cover - abstract
         """Rename ``source`` to ``target`` unless ``target`` exists (``EEXIST`` then)."""
         raise NotImplementedError
@@ -302,11 +313,20 @@ class ProcFdPathAct(PathAct):
     """The path-based act on Linux: held directories are the POSIX mechanisms' descriptors, and
     ``/proc/self/fd/N`` is the path of descriptor ``N`` (see the module docstring)."""
 
-    open_root = staticmethod(open_root_fd)
-    close = os.close
-    reopen = staticmethod(reopen)
-    stat_dir = os.fstat
-    real_path = staticmethod(fd_real_path)
+    def open_root(self, path: str) -> int:
+        return open_root_fd(path)
+
+    def close(self, held: int) -> None:
+        os.close(held)
+
+    def reopen(self, held: int) -> int:
+        return reopen(held)
+
+    def stat_dir(self, held: int) -> os.stat_result:
+        return os.fstat(held)
+
+    def real_path(self, held: int) -> str | None:
+        return fd_real_path(held)
 
     def path(self, held: int) -> str:
         return f"{FD_PATHS}/{held}"
@@ -332,29 +352,6 @@ def read_at(fd: int, length: int, offset: int) -> bytes:
     which reads it from one thread at a time, so the shared offset is not raced."""
     os.lseek(fd, offset, os.SEEK_SET)
     return os.read(fd, length)
-
-
-def choose_act(name: str | None = None, *, windows: bool | None = None) -> AtAct | PathAct:
-    """The act step for this system: ``*at`` calls where ``os.open`` takes ``dir_fd``, else paths.
-    ``name`` (or ``MCP_REF_FS_ACT``) forces ``at`` or ``paths``. ``windows`` (default: this is
-    Windows) picks the Windows path-based act."""
-    name = name or os.environ.get("MCP_REF_FS_ACT") or "auto"
-    if name not in ACTS:
-        raise ValueError(f"unknown act step {name!r} (auto, at or paths)")
-    if windows if windows is not None else sys.platform == "win32":
-        if name == "at":
-            raise ValueError("the at act step needs POSIX *at calls (os.open with dir_fd), which Windows lacks")
-        from ._confine_windows import WindowsPathAct
-
-        return WindowsPathAct()
-    at_calls = os.open in os.supports_dir_fd and os.stat in os.supports_dir_fd
-    if name == "at" or (name == "auto" and at_calls):
-        if not at_calls:
-            raise ValueError("the at act step needs POSIX *at calls (os.open with dir_fd)")
-        return AtAct()
-    if not os.path.isdir(FD_PATHS):
-        raise ValueError(f"the paths act step needs {FD_PATHS} here (Linux), to give held directories a path")
-    return ProcFdPathAct()
 
 
 # --- rename without replacing ---------------------------------------------------------------------------

@@ -20,7 +20,9 @@ import os
 import platform
 from typing import Sequence
 
-from ._confine_walk import Budget, FollowLink, WalkMechanism, reopen
+from ._confine import Budget, FollowLink
+from ._act import reopen
+from ._confine_walk import WalkMechanism
 
 # include/uapi/linux/openat2.h
 RESOLVE_NO_MAGICLINKS = 0x02

@@ -16,7 +16,7 @@ lookup (``MAX_LINK_HOPS``, as the kernel's ``MAXSYMLINKS``: intermediate links h
 links in ``root.Sandbox._lookup`` draw on the same one, so a chain of links cannot multiply the
 work), and, for a lookup that must stay cheap because it runs on the event loop, a number of
 system calls (``Meter``); past it, ``Costly`` is raised and the caller does the lookup again in a
-worker thread. After a link, the part of the rewritten path that is known to hold no link (the
+worker thread (:mod:`._confine`, the interface every mechanism implements). After a link, the part of the rewritten path that is known to hold no link (the
 directories just walked through) is opened again by ``open_beneath`` in one call where the
 mechanism has one (``openat2``), and walked again otherwise.
 """
@@ -28,68 +28,14 @@ import os
 import stat
 from typing import Callable, Sequence
 
+from ._act import reopen
+from ._confine import Budget, FollowLink
+
 # A step through something that is not a directory (or is a link we refused to follow). The flags
 # are read with getattr so that the module imports on Windows (which uses _confine_windows).
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 _DIR_FLAGS = os.O_RDONLY | _O_DIRECTORY | getattr(os, "O_NOFOLLOW", 0) | _O_CLOEXEC
-# Links followed while resolving one path, as the kernel's own limit (MAXSYMLINKS = 40).
-MAX_LINK_HOPS = 40
-
-
-class Costly(Exception):
-    """Work asked to stay cheap (on the event loop) would not be: a lookup that would make more
-    system calls than its ``Meter`` allows, or a listing too big or holding links to resolve. The
-    caller does it again in a worker thread, where nothing limits the calls."""
-
-
-class Meter:
-    """System calls an operation on the event loop may still make (shared by its lookups)."""
-
-    __slots__ = ("steps",)
-
-    def __init__(self, steps: int) -> None:
-        self.steps = steps
-
-    def spend(self, count: int = 1) -> None:
-        self.steps -= count
-        if self.steps < 0:
-            raise Costly("the lookup needs more system calls than the event loop may spend on it")
-
-
-class Budget:
-    """What one lookup may still spend: ``hops`` links followed, and system calls on ``meter``
-    (None: as many as it takes, in a worker thread)."""
-
-    __slots__ = ("hops", "meter")
-
-    def __init__(self, meter: Meter | None = None) -> None:
-        self.hops = MAX_LINK_HOPS
-        self.meter = meter
-
-    def step(self, count: int = 1) -> None:
-        if self.meter is not None:
-            self.meter.spend(count)
-
-    def hop(self) -> None:
-        """One more link followed: ``ELOOP`` past ``MAX_LINK_HOPS`` for the whole lookup."""
-        self.hops -= 1
-        if self.hops < 0:
-            raise OSError(errno.ELOOP, os.strerror(errno.ELOOP))
-
-
-def reopen(dir_fd: int) -> int:
-    """A new open file description of the directory ``dir_fd`` refers to.
-
-    Not ``os.dup``: a duplicate shares the directory read offset with the original, so two
-    listings of the same root (in two worker threads) would interleave and skip entries.
-    """
-    return os.open(".", os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC, dir_fd=dir_fd)
-
-
-# follow(resolved_prefix, link_text, remaining) -> the new full list of components below the root
-# (or raises, when the link leaves the root).
-FollowLink = Callable[[tuple[str, ...], str, tuple[str, ...]], tuple[str, ...]]
 
 
 # open_beneath(root_fd, parts) -> an fd of the directory at parts, which must hold no link

@@ -67,13 +67,11 @@ import errno
 import os
 import stat
 import sys
-from typing import Any, Callable, Sequence
+from typing import Any, Sequence
 
 from . import winpaths
 from ._act import PathAct
-from ._confine_walk import MAX_LINK_HOPS, Budget
-
-FollowLink = Callable[[tuple[str, ...], str, tuple[str, ...]], tuple[str, ...]]
+from ._confine import MAX_LINK_HOPS, Budget, FollowLink
 
 # winnt.h / fileapi.h
 GENERIC_READ = 0x80000000

@@ -41,6 +41,10 @@ from mcp_ref import ToolError, ToolResult, text
 if TYPE_CHECKING:
     import os
 
+    from mcp_ref import RequestContext
+
+    from .places import Location
+
 from .config import MIN_ANSWER_BYTES
 
 DEFAULT_ANSWER_BYTES = 10_000
@@ -70,11 +74,16 @@ HOSTS_PARSING_TEXT = {"gemini-cli-mcp-client": "Gemini CLI"}
 _JSON_NOT_OBJECT = frozenset('["-0123456789tfn')  # how JSON that is not an object starts
 
 
-def for_client(result: ToolResult, client_info: dict[str, Any] | None) -> ToolResult:
-    """``result`` as ``client_info``'s host handles it: for a host of ``HOSTS_PARSING_TEXT``, an
-    empty ``structuredContent`` when the first text block would parse as JSON other than an object."""
+def for_client(result: ToolResult | str, client_info: dict[str, Any] | None) -> ToolResult | str:
+    """``result`` (a ``ToolResult``, or a plain text answer) as ``client_info``'s host handles it:
+    for a host of ``HOSTS_PARSING_TEXT``, an empty ``structuredContent`` when the first text block
+    would parse as JSON other than an object."""
     name = client_info.get("name") if isinstance(client_info, dict) else None
-    if name not in HOSTS_PARSING_TEXT or result.has_structured_content or result.is_error or not result.content:
+    if name not in HOSTS_PARSING_TEXT:
+        return result
+    if isinstance(result, str):
+        result = ToolResult([text(result)])
+    if result.has_structured_content or result.is_error or not result.content:
         return result
     first = result.content[0]
     body = first.get("text") if first.get("type") == "text" else None
@@ -115,9 +124,36 @@ def answer_budget(configured: int | None, client_info: dict[str, Any] | None) ->
     return HOST_ANSWER_BYTES.get(name, DEFAULT_ANSWER_BYTES) if isinstance(name, str) else DEFAULT_ANSWER_BYTES
 
 
-def data_budget(budget: int, arguments: dict[str, Any]) -> int:
-    """What an answer may spend on data: the budget less room for cues repeating ``arguments``."""
+def data_budget(ctx: Any, configured: int | None, arguments: dict[str, Any]) -> int:
+    """What one answer to ``ctx``'s client may spend on data: its budget (:func:`answer_budget`)
+    less room for the cues repeating ``arguments``."""
+    budget = answer_budget(configured, getattr(ctx, "client_info", None))
     return max(budget - CUE_BYTES - 2 * len(call_arguments(arguments).encode("utf-8")), MIN_ANSWER_BYTES // 2)
+
+
+# --- an answer's bytes on the wire, reserved before the file is read ------------------------------
+
+# An answer estimated at this many bytes or more is reserved on the connection's output budget
+# (``RequestContext.reserve_output``) before the file is read, so memory stays bounded whatever a
+# client sends or fails to read; below it, the concurrency limit bounds what answers can hold.
+RESERVE_FROM_BYTES = 256 * 1024
+
+
+def text_answer_bytes(size: int) -> int:
+    """About the bytes an answer carrying ``size`` bytes of text takes on the wire: the text comes
+    once (the reading tools have no ``structuredContent``), a little longer once escaped."""
+    return size + size // 8 + 4096
+
+
+def base64_answer_bytes(size: int) -> int:
+    """About the bytes an answer carrying a ``size``-byte file as base64 takes on the wire."""
+    return (size + 2) // 3 * 4 + 4096
+
+
+async def reserve_for(ctx: RequestContext, nbytes: int) -> None:
+    """Reserve a large answer's bytes on the output budget before it is made (small ones: nothing)."""
+    if nbytes >= RESERVE_FROM_BYTES:
+        await ctx.reserve_output(nbytes)
 
 
 def call_arguments(arguments: dict[str, Any], **changes: Any) -> str:
@@ -223,6 +259,19 @@ def answer(body: str, notes: list[str] | None = None, **structured: Any) -> Tool
     blocks = [text(body)] + [text(note) for note in notes or ()]
     extra = {"notes": notes} if notes else {}
     return ToolResult(blocks, {"content": body, **structured, **extra})
+
+
+def binary_file(location: Location, sample: bytes) -> ToolError:
+    """The refusal of a binary file (its first bytes, ``sample``, said so) by a tool that reads text."""
+    from . import content
+
+    mime = content.sniff_mime(sample[:8192], location.parts[-1] if location.parts else "")
+    return ToolError(f"{location.display} is a binary file ({mime}), not UTF-8 text; use read_media_file to read it")
+
+
+def not_utf8(location: Location) -> ToolError:
+    """The refusal of a file that is not strict UTF-8 by a tool that reads text."""
+    return ToolError(f"{location.display} is not valid UTF-8 text; use read_media_file to read it")
 
 
 def utf8(value: str, what: str) -> bytes:

@@ -8,7 +8,8 @@ must get right (sniffing, line counting) testable with plain values. ``edit_file
 and diffs are the same kind of pure code, in :mod:`.edits`.
 
 * **Text or binary.** ``looks_binary`` judges a file from its first bytes (NUL bytes, invalid
-  UTF-8, too many control characters); ``decode_text`` decodes strictly and raises ``NotText``.
+  UTF-8, too many control characters); ``decode_text`` decodes strictly and raises ``NotText``;
+  ``file_text`` asks both of a file (``Binary`` when its first bytes look binary).
   A UTF-8 byte order mark is text; ``decode_text`` strips exactly one (a second is content), and
   ``split_bom`` separates it so a write can put it back.
 * **MIME types.** ``sniff_mime`` trusts magic bytes first, then the extension (the server's own
@@ -29,8 +30,10 @@ from typing import Callable, Iterable, Iterator
 
 __all__ = [
     "BOM",
+    "Binary",
     "NotText",
     "decode_text",
+    "file_text",
     "format_size",
     "head_lines",
     "line_count",
@@ -98,6 +101,19 @@ def looks_binary(sample: bytes) -> bool:
             return True
     controls = len(body) - len(body.translate(None, _CONTROL_BYTES))
     return controls > characters * _MAX_CONTROL_RATIO
+
+
+class Binary(NotText):
+    """The file looks binary from its first bytes (``looks_binary``)."""
+
+
+def file_text(data: bytes, sample: bytes | None = None) -> str:
+    """The text of a file's ``data`` (``decode_text``: ``NotText`` unless strict UTF-8), and, when
+    given the file's first bytes (``sample``, up to 8 KiB), ``Binary`` first if they look binary
+    (``looks_binary``): a reader's one question, is this text, answered in one call."""
+    if sample is not None and looks_binary(sample):
+        raise Binary("not a text file: its first bytes look binary")
+    return decode_text(data)
 
 
 def decode_text(data: bytes) -> str:

@@ -111,6 +111,7 @@ class Grep:
         self._needle = needle
         self._regex = compiled
         # RE2's compiled pattern, and whether it is exact on ASCII text only (see the module docstring).
+        self._re2: Any
         self._re2, self._re2_ascii_only = linear if linear is not None else (None, False)
 
     @property

@@ -2,9 +2,9 @@
 
 Small operations (an ``openat``, a ``stat``, reading a few KiB) take microseconds and run on the
 loop: a thread hop would cost more than the work. A sandbox operation goes through
-:func:`sandboxed`, which runs it on the loop only while its lookups stay within a few dozen
-system calls (``root.cheaply``) and otherwise, before it has changed anything, again in a thread:
-resolving a path through a deep tree or a chain of links can take thousands. Anything proportional to the size of a tree or
+``root.sandboxed``, which runs it on the loop only while its lookups stay within a few dozen
+system calls and otherwise, before it has changed anything, again in a thread (through
+:func:`off_loop`): resolving a path through a deep tree or a chain of links can take thousands. Anything proportional to the size of a tree or
 of a large file runs in a worker thread through :func:`off_loop`, which also makes it stop
 promptly when the request is cancelled: the work receives a ``stop()`` callable and checks it
 between entries; cancelling the awaiting task sets it.
@@ -27,12 +27,8 @@ import time
 import weakref
 from typing import TYPE_CHECKING, Any, Callable, TypeVar
 
-from .root import Costly, cheaply
-
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
-
-    from mcp_ref import RequestContext
 
     from .root import OpenFile
 
@@ -51,11 +47,6 @@ IN_LOOP_READ_BYTES = 1024 * 1024
 # the time limit is still noticed within well under a millisecond, and a search of 10,000 names
 # saves the ~1.5 ms (10 %) that a call per entry costs.
 STOP_EVERY = 100
-
-# An answer estimated at this many bytes or more is reserved on the connection's output budget
-# (``RequestContext.reserve_output``) before the file is read, so memory stays bounded whatever a
-# client sends or fails to read; below it, the concurrency limit bounds what answers can hold.
-RESERVE_FROM_BYTES = 256 * 1024
 
 WORKERS = 4  # jobs running at once (long ones: one fewer)
 ABANDONED = 8  # threads still finishing cancelled jobs, beside the live ones
@@ -189,33 +180,6 @@ def _abandon(stop: Stop, future: asyncio.Future[Any], give_back: Callable[[], No
     future.add_done_callback(lambda done: done.cancelled() or done.exception())
 
 
-async def sandboxed(operation: Callable[..., T], *args: Any, **kwargs: Any) -> T:
-    """``operation(*args, **kwargs)``, a sandbox operation: on the event loop when its lookups stay
-    cheap, else from the start in a worker thread (``Costly`` is raised before anything changed)."""
-    try:
-        with cheaply():
-            return operation(*args, **kwargs)
-    except Costly:
-        return await off_loop(lambda _stop: operation(*args, **kwargs))
-
-
-def text_answer_bytes(size: int) -> int:
-    """About the bytes an answer carrying ``size`` bytes of text takes on the wire: the text comes
-    once (the reading tools have no ``structuredContent``), a little longer once escaped."""
-    return size + size // 8 + 4096
-
-
-def base64_answer_bytes(size: int) -> int:
-    """About the bytes an answer carrying a ``size``-byte file as base64 takes on the wire."""
-    return (size + 2) // 3 * 4 + 4096
-
-
-async def reserve_for(ctx: RequestContext, nbytes: int) -> None:
-    """Reserve a large answer's bytes on the output budget before it is made (small ones: nothing)."""
-    if nbytes >= RESERVE_FROM_BYTES:
-        await ctx.reserve_output(nbytes)
-
-
 async def read_start(opened: OpenFile, length: int) -> bytes:
     """Up to ``length`` bytes from the start of an open file: on the loop when small, else in a
     thread through aiofiles (imported on first use, so cold start does not pay for it)."""
@@ -255,9 +219,9 @@ def keep_freed_memory() -> None:
     """
     global _allocator, _give_back_timer
     if _allocator is None:
-        _allocator = _glibc_allocator()
-        if _allocator:
-            mallopt = _allocator[0]
+        _allocator = allocator = _glibc_allocator()
+        if isinstance(allocator, tuple):
+            mallopt = allocator[0]
             mallopt(_M_MMAP_THRESHOLD, 32 * 1024 * 1024)  # glibc's maximum
             mallopt(_M_TRIM_THRESHOLD, 64 * 1024 * 1024)
     if not _allocator:

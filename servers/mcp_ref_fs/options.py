@@ -1,5 +1,5 @@
 """The server's command-line options, defined once: parsed when serving (``__main__``) and passed
-through into the command a host runs by ``print-config`` and ``install`` (``hostconfig``)."""
+through into the command a host runs by ``print-config`` and ``install`` (``hosts.hostconfig``)."""
 
 from __future__ import annotations
 
@@ -84,8 +84,8 @@ def add_server_options(parser: argparse.ArgumentParser, *, for_host: bool = Fals
     for flag, keywords, help_text, default in SERVER_OPTIONS:
         switch = keywords.get("action") == "store_true"
         if for_host:
-            parser.add_argument(flag, **keywords, help=f"passed to the server: {help_text}",
-                                **({"default": None} if not switch else {}))
+            unset: dict[str, Any] = {} if switch else {"default": None}
+            parser.add_argument(flag, **keywords, help=f"passed to the server: {help_text}", **unset)
         else:
             shown = "" if switch or default == PER_HOST else f" (default {default:g})" if isinstance(default, float) \
                 else f" (default {default})"

@@ -54,8 +54,9 @@ from urllib.parse import quote, unquote
 from mcp_ref import CacheHint, InvalidParams, Resource, ResourceNotFound, blob_resource
 
 from . import content
-from .offload import base64_answer_bytes, off_loop, read_start, reserve_for, sandboxed
-from .root import FsError, Location, Root
+from .answers import base64_answer_bytes, reserve_for
+from .offload import off_loop, read_start
+from .root import FsError, Location, Root, sandboxed
 
 if TYPE_CHECKING:
     from mcp_ref import RequestContext, Server
@@ -217,7 +218,10 @@ class FsResources:
                 # server name no file URI can carry: its files have no URI a client could send)
                 root_index, after = root_index + 1, None
                 continue
-            walk = self.sandbox.walk(start, after=after, descend=lambda components, root=start.root: self._owns(root, components))
+            def descend(components: tuple[str, ...], root: Root = start.root) -> bool:
+                return self._owns(root, components)
+
+            walk = self.sandbox.walk(start, after=after, descend=descend)
             try:
                 for components, entry in walk:
                     if entry.kind != "file" or entry.label != entry.name:

@@ -57,11 +57,11 @@ import time
 from typing import TYPE_CHECKING, Any, AsyncIterator, Callable
 
 from ._act import TEMPORARY_PREFIX, is_temporary
-from .root import FileChanged, Refused, _fs_error
+from .places import FileChanged, Refused, _fs_error
 
 if TYPE_CHECKING:
-    from ._act import AtAct, PathAct
-    from .root import Location
+    from ._confine import Act
+    from .places import Location
 
 STALE_SECONDS = 3600.0  # a temporary file of the server's naming older than this is a crash's leftover
 _SWEPT_MAX = 10_000  # directories remembered as swept (then forgotten, and swept again)
@@ -97,7 +97,7 @@ class Rewrite:
     """A new file that becomes the target on :meth:`commit`, or vanishes on :meth:`abort` (or on
     leaving ``with`` without a commit, or with an exception). Write its content with :meth:`write`."""
 
-    def __init__(self, act: AtAct | PathAct, location: Location, dir_fd: Any, name: str,
+    def __init__(self, act: Act, location: Location, dir_fd: Any, name: str,
                  expect: Snapshot | None, kept: _Kept | None) -> None:
         self.location = location
         self.existed = kept is not None
@@ -111,7 +111,7 @@ class Rewrite:
         self._done = False
 
     @classmethod
-    def start(cls, act: AtAct | PathAct, location: Location, dir_fd: Any, name: str,
+    def start(cls, act: Act, location: Location, dir_fd: Any, name: str,
               info: os.stat_result | None, expect: Snapshot | None = None) -> Rewrite:
         """Begin rewriting ``name`` in the held directory ``dir_fd`` (``info``: its ``lstat``, a
         regular file; None when it does not exist yet). ``expect``: the file's :func:`snapshot`
@@ -282,7 +282,7 @@ class _Kept:
         self.uid, self.gid, self.mode, self.xattrs = uid, gid, mode, xattrs
 
 
-def _keep(act: AtAct | PathAct, dir_fd: Any, name: str, info: os.stat_result, location: Location) -> _Kept:
+def _keep(act: Act, dir_fd: Any, name: str, info: os.stat_result, location: Location) -> _Kept:
     """Open the existing file for writing (refused: ``Refused``) and read what a rewrite keeps."""
     try:
         fd = act.open_for_writing(dir_fd, name)
@@ -366,7 +366,7 @@ def _unnamed_files() -> bool:
     return bool(O_TMPFILE) and sys.platform.startswith("linux") and os.path.isdir(FD_PATHS)
 
 
-def sweep(act: AtAct | PathAct, dir_fd: Any) -> None:
+def sweep(act: Act, dir_fd: Any) -> None:
     """Remove the temporary files of the server's naming that a crash left in this directory
     (regular files older than ``STALE_SECONDS``: no rewrite lasts that long). Once per directory
     per server run: the first rewrite there pays one listing of it."""

@@ -2,7 +2,9 @@
 
 Names and arguments are those of the official Node server (``@modelcontextprotocol/server-
 filesystem``), so prompts and habits carry over; optional arguments were added where users hit
-walls (windows and caps on big outputs, a depth for trees, content search, deletion). Each tool:
+walls (windows and caps on big outputs, a depth for trees, content search, deletion). Each tool's
+definition (``@tool``, :mod:`.definitions`: name, description, schemas) is written just above its
+handler here, in :mod:`.walks` (listings, trees, searches) or in :mod:`.writing`. Each tool:
 validate what the schema cannot -> one sandbox operation (:mod:`.root`; no path string is opened
 here) -> format a readable text block plus ``structuredContent``. A refused or failed operation
 is a tool error (``isError: true``) whose text says what to do next.
@@ -18,13 +20,14 @@ from mcp_ref import ToolError, ToolResult, audio, blob_resource, embedded_resour
 from . import content
 # The answer helpers under the names this module has always used for them.
 from .answers import answer as _result, first_bytes as _first_bytes, last_bytes as _last_bytes
-from .answers import answer_budget, count, data_budget, for_client, line_index, media_note, next_call
+from .answers import base64_answer_bytes, count, data_budget, for_client, line_index, media_note, next_call, reserve_for
+from .answers import binary_file, not_utf8, text_answer_bytes
 from .answers import text_answer as _text_answer
-from .offload import (IN_LOOP_READ_BYTES, Stop, Stopped, base64_answer_bytes, off_loop, read_start, reserve_for, sandboxed,
-                      text_answer_bytes)
+from .definitions import PATH, READ_ONLY, Definition, definitions, output, schema, tool
+from .offload import IN_LOOP_READ_BYTES, Stop, Stopped, off_loop, read_start
 from .resources import location_uri
 from .rewrite import FileLocks
-from .root import FsError, OpenFile
+from .root import FsError, OpenFile, sandboxed
 from .walks import WalkTools
 from .writing import WritingTools
 
@@ -35,24 +38,19 @@ if TYPE_CHECKING:
     from .root import Sandbox
 
 SNIFF_BYTES = 8192
-MAX_EDITS = 1000  # edits in one edit_file call
-MAX_EXCLUDES = 64  # excludePatterns in one call
 CHUNK_BYTES = 256 * 1024
-READ_ONLY = {"readOnlyHint": True, "openWorldHint": False}
-PATH = {"type": "string", "description": "Absolute path, or relative to the first allowed directory"}
-START = {"type": "integer", "minimum": 0, "default": 0,
-         "description": "Entries to skip (0-based): the next page starts here (the note of a cut answer gives it)"}
-INCLUDE_IGNORED = {"type": "boolean", "default": False,
-                   "description": "Also show VCS metadata (.git...) and what .gitignore files exclude"}
-
-
-def _schema(properties: dict[str, Any], required: list[str]) -> dict[str, Any]:
-    return {"type": "object", "properties": properties, "required": required, "additionalProperties": False}
-
-
-def _output(**properties: Any) -> dict[str, Any]:
-    """An outputSchema: always ``content`` (the text block, as the official server gives it) plus extras."""
-    return {"type": "object", "properties": {"content": {"type": "string"}, **properties}, "required": ["content"]}
+HEAD_TAIL = {
+    "head": {"type": "integer", "minimum": 0, "description": "Return only the first N lines"},
+    "tail": {"type": "integer", "minimum": 0, "description": "Return only the last N lines"},
+    "offset": {"type": "integer", "minimum": 0, "description": "First line to return (0-based); with limit, reads a window"},
+    "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to return from offset"},
+}
+READ_DESCRIPTION = (
+    "Read a text file (UTF-8) and return its contents. Use head or tail for the first or last N lines, or "
+    "offset/limit for a window of lines. A file larger than one answer holds comes in pages: the answer "
+    "ends with a note naming the lines shown, the file's line count and the exact arguments of the next call. "
+    "Binary files are refused: use read_media_file for those. Only works within allowed directories."
+)
 
 
 class FsTools(WalkTools, WritingTools):
@@ -65,14 +63,16 @@ class FsTools(WalkTools, WritingTools):
         self.sandbox = sandbox
         self.config = config
         self.locks = FileLocks()  # one rewrite of a file at a time (writing.py)
-        self._register()
+        for definition, handler in definitions(type(self)):  # each written above its handler (@tool)
+            self._register(definition, getattr(self, handler))
 
     # --- registration ---------------------------------------------------------------------------
 
-    def _tool(self, name: str, title: str, description: str, input_schema: dict[str, Any],
-              annotations: dict[str, Any], output_schema: dict[str, Any] | None, handler: Callable[..., Any],
-              *, mutates: bool = False, long_running: bool = False) -> None:
-        refused = mutates and self.config.read_only
+    def _register(self, definition: Definition, handler: Callable[..., Any]) -> None:
+        """Register one tool: its handler, wrapped so that a sandbox refusal is a tool error, a
+        read-only server refuses the tools that change the disk, and the answer suits the host."""
+        name, description = definition.name, definition.description
+        refused = definition.mutates and self.config.read_only
         if refused:
             description = "[Disabled: this server runs read-only; calls are refused.] " + description
 
@@ -85,12 +85,13 @@ class FsTools(WalkTools, WritingTools):
                 raise ToolError(str(error)) from None
             except Stopped:
                 raise ToolError(f"{name} was stopped before it finished") from None
-            return for_client(result, getattr(ctx, "client_info", None)) if isinstance(result, ToolResult) else result
+            return for_client(result, getattr(ctx, "client_info", None)) if isinstance(result, (ToolResult, str)) else result
 
         # A long-running tool may answer a client that declared the tasks extension with a task
         # handle once it has run 0.1 s; its progress then shows as the task's status message.
-        self.server.tool(name, description=description, input_schema=input_schema, output_schema=output_schema,
-                         title=title, annotations=annotations, task="optional" if long_running else None)(call)
+        self.server.tool(name, description=description, input_schema=definition.input_schema,
+                         output_schema=definition.output_schema, title=definition.title, annotations=definition.annotations,
+                         task="optional" if definition.long_running else None)(call)
 
     def _limits(self, ctx: RequestContext) -> dict[str, Any]:
         """``off_loop`` arguments of a search: --search-seconds, or --task-search-seconds once it is a
@@ -101,171 +102,7 @@ class FsTools(WalkTools, WritingTools):
     def _limit_seconds(self, ctx: RequestContext) -> float:
         return self.config.task_search_seconds if ctx.task_id is not None else self.config.search_seconds
 
-    def _register(self) -> None:
-        head_tail = {
-            "head": {"type": "integer", "minimum": 0, "description": "Return only the first N lines"},
-            "tail": {"type": "integer", "minimum": 0, "description": "Return only the last N lines"},
-            "offset": {"type": "integer", "minimum": 0, "description": "First line to return (0-based); with limit, reads a window"},
-            "limit": {"type": "integer", "minimum": 1, "description": "Number of lines to return from offset"},
-        }
-        read_description = (
-            "Read a text file (UTF-8) and return its contents. Use head or tail for the first or last N lines, or "
-            "offset/limit for a window of lines. A file larger than one answer holds comes in pages: the answer "
-            "ends with a note naming the lines shown, the file's line count and the exact arguments of the next call. "
-            "Binary files are refused: use read_media_file for those. Only works within allowed directories."
-        )
-        # No outputSchema for the tools that carry text: the text goes to the model once (see _text_answer).
-        self._tool("read_text_file", "Read Text File", read_description, _schema({"path": PATH, **head_tail}, ["path"]),
-                   READ_ONLY, None, self.read_text_file)
-        self._tool("read_file", "Read File (deprecated)", "Deprecated alias of read_text_file. " + read_description,
-                   _schema({"path": PATH, **head_tail}, ["path"]), READ_ONLY, None, self.read_text_file)
-        self._tool(
-            "read_media_file", "Read Media File",
-            "Read a binary file (image, audio or other) and return it base64-encoded with its MIME type, detected from "
-            "the content and the extension: images as image content, audio as audio content, anything else as an "
-            "embedded resource. Only works within allowed directories.",
-            _schema({"path": PATH}, ["path"]), READ_ONLY, None, self.read_media_file)
-        self._tool(
-            "read_multiple_files", "Read Multiple Files",
-            "Read several text files at once; each file's contents follow its path, and a failure on one file does not "
-            "stop the others. What does not fit in one answer is named, with the read_text_file call that gets it. "
-            "Only works within allowed directories.",
-            _schema({"paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 100,
-                               "description": "Paths of the files to read"}}, ["paths"]),
-            READ_ONLY, None, self.read_multiple_files)
-        self._tool(
-            "write_file", "Write File",
-            "Create a file or replace an existing one with new UTF-8 text. Existing content is overwritten without "
-            "warning. The replacement is atomic: readers see the old or the new file, never a mix. The file's directory "
-            "must exist. Only works within allowed directories.",
-            _schema({"path": PATH, "content": {"type": "string", "description": "The complete new contents"}}, ["path", "content"]),
-            {"readOnlyHint": False, "idempotentHint": True, "destructiveHint": True, "openWorldHint": False},
-            _output(), self.write_file, mutates=True)
-        self._tool(
-            "edit_file", "Edit File",
-            "Replace text in a file and return a unified diff of the change. Each edit's oldText must match exactly "
-            "once (exactly, or line by line ignoring leading and trailing whitespace, in which case the indentation of "
-            "the file is kept); newText is inserted literally. Edits apply in order. With dryRun the diff is shown "
-            "and nothing is written. Line endings and a byte-order mark are preserved. Only works within allowed directories.",
-            _schema({
-                "path": PATH,
-                "edits": {"type": "array", "minItems": 1, "maxItems": MAX_EDITS, "items": _schema({
-                    "oldText": {"type": "string", "description": "Text to find; must match exactly once"},
-                    "newText": {"type": "string", "description": "Text to put in its place"},
-                }, ["oldText", "newText"])},
-                "dryRun": {"type": "boolean", "default": False, "description": "Show the diff without writing"},
-            }, ["path", "edits"]),
-            {"readOnlyHint": False, "idempotentHint": False, "destructiveHint": True, "openWorldHint": False},
-            _output(diff={"type": "string"}, applied={"type": "boolean"}), self.edit_file, mutates=True)
-        self._tool(
-            "create_directory", "Create Directory",
-            "Create a directory, with any missing parents. An existing directory is not an error. "
-            "Only works within allowed directories.",
-            _schema({"path": PATH}, ["path"]),
-            {"readOnlyHint": False, "idempotentHint": True, "destructiveHint": False, "openWorldHint": False},
-            _output(), self.create_directory, mutates=True)
-        self._tool(
-            "list_directory", "List Directory",
-            "List the entries of a directory, each prefixed [FILE] or [DIR] ([LINK] for a link that leaves the allowed "
-            "directories, [OTHER] for devices, FIFOs and sockets). Shows every entry, hidden and ignored ones too; a big "
-            "directory comes in pages (start). Only works within allowed directories.",
-            _schema({"path": PATH, "start": START}, ["path"]), READ_ONLY, None, self.list_directory)
-        self._tool(
-            "list_directory_with_sizes", "List Directory with Sizes",
-            "List the entries of a directory with file sizes, sorted by name or by size (largest first), followed by "
-            "totals; a big directory comes in pages (start). Only works within allowed directories.",
-            _schema({"path": PATH, "sortBy": {"type": "string", "enum": ["name", "size"], "default": "name",
-                                             "description": "Sort entries by name or size"}, "start": START}, ["path"]),
-            READ_ONLY, None, self.list_directory_with_sizes)
-        self._tool(
-            "directory_tree", "Directory Tree",
-            "A recursive tree of a directory as JSON: each entry has name and type (file, directory or symlink), and "
-            "directories have children (left out where maxDepth stopped the descent). Exclude names or globs with "
-            "excludePatterns and limit the depth with maxDepth. VCS metadata (.git...) and what .gitignore files exclude "
-            "are skipped unless includeIgnored is true. A big tree comes in pages: the note names the next call (start). "
-            "Linked directories are not entered. Only works within allowed directories.",
-            _schema({"path": PATH,
-                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
-                     "maxDepth": {"type": "integer", "minimum": 1, "description": "Levels to descend (default: all)"},
-                     "includeIgnored": INCLUDE_IGNORED, "start": START},
-                    ["path"]),
-            READ_ONLY, None, self.directory_tree, long_running=True)
-        self._tool(
-            "move_file", "Move File",
-            "Move or rename a file or directory. Fails if the destination exists: it never overwrites. "
-            "Both paths must be within allowed directories.",
-            _schema({"source": PATH, "destination": PATH}, ["source", "destination"]),
-            {"readOnlyHint": False, "idempotentHint": False, "destructiveHint": False, "openWorldHint": False},
-            _output(), self.move_file, mutates=True)
-        self._tool(
-            "search_files", "Search Files",
-            "Find files and directories whose path, relative to the search directory, matches a glob: '*.py' matches "
-            "in that directory only, '**/*.py' at any depth; '*' and '?' never cross '/', '[abc]' and '{a,b}' work. "
-            "Returns full paths. VCS metadata and what .gitignore files exclude are skipped unless includeIgnored is "
-            "true; many matches come in pages (start). Only searches within allowed directories.",
-            _schema({"path": PATH, "pattern": {"type": "string", "description": "Glob matched against relative paths"},
-                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
-                     "maxResults": {"type": "integer", "minimum": 1, "description": "Most matches in one answer"},
-                     "includeIgnored": INCLUDE_IGNORED, "start": START},
-                    ["path", "pattern"]),
-            READ_ONLY, None, self.search_files, long_running=True)
-        self._tool(
-            "grep_files", "Search File Contents",
-            "Search the contents of text files under a directory for a regular expression (Python syntax) and return "
-            "matching lines as path:line: text, with optional context lines. Restrict the files with a glob such as "
-            "'**/*.py'. Binary files, VCS metadata and what .gitignore files exclude are skipped (includeIgnored: true "
-            "searches those too); many matches come in pages (start). Only searches within allowed directories.",
-            _schema({"path": PATH,
-                     "pattern": {"type": "string", "description": "Regular expression (or literal text with literal: true)"},
-                     "glob": {"type": "string", "description": "Only files whose relative path matches this glob"},
-                     "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
-                     "maxResults": {"type": "integer", "minimum": 1, "description": "Most matching lines in one answer"},
-                     "contextLines": {"type": "integer", "minimum": 0, "maximum": 20, "default": 0},
-                     "ignoreCase": {"type": "boolean", "default": False},
-                     "literal": {"type": "boolean", "default": False, "description": "Treat pattern as plain text"},
-                     "includeIgnored": INCLUDE_IGNORED,
-                     "start": {**START, "description": "Matching lines to skip: the next page starts here (the note "
-                                                       "of a cut answer gives it)"}},
-                    ["path", "pattern"]),
-            READ_ONLY, None, self.grep_files, long_running=True)
-        self._tool(
-            "get_file_info", "Get File Info",
-            "Metadata of a file or directory: size, creation, modification and access times, type and permissions, "
-            "without reading its contents. Only works within allowed directories.",
-            _schema({"path": PATH}, ["path"]), READ_ONLY,
-            _output(size={"type": "integer"}, type={"type": "string"}), self.get_file_info)
-        self._tool(
-            "list_allowed_directories", "List Allowed Directories",
-            "The directories this server may access; everything below them is accessible too. Call it first to learn "
-            "which paths are valid.",
-            _schema({}, []), READ_ONLY, _output(directories={"type": "array", "items": {"type": "string"}},
-                                                resolved={"type": "array", "items": {"type": "string"}}),
-            self.list_allowed_directories)
-        self._tool(
-            "delete_file", "Delete File",
-            "Delete a file, a symbolic link (not its target) or an empty directory, after the user confirms it: the "
-            "client is asked to show a confirmation naming the path. Nothing is deleted if the user declines or the "
-            "file changed meanwhile. Only works within allowed directories.",
-            _schema({"path": PATH}, ["path"]),
-            {"readOnlyHint": False, "idempotentHint": False, "destructiveHint": True, "openWorldHint": False},
-            _output(deleted={"type": "boolean"}), self.delete_file, mutates=True)
-
     # --- reading ----------------------------------------------------------------------------------
-
-    def _refuse_binary(self, opened: OpenFile, sample: bytes) -> None:
-        if content.looks_binary(sample[:SNIFF_BYTES]):
-            mime = content.sniff_mime(sample[:SNIFF_BYTES], opened.location.parts[-1] if opened.location.parts else "")
-            raise ToolError(f"{opened.location.display} is a binary file ({mime}), not UTF-8 text; use read_media_file to read it")
-
-    def _decode(self, opened: OpenFile, data: bytes) -> str:
-        try:
-            return content.decode_text(data)
-        except content.NotText:
-            raise ToolError(f"{opened.location.display} is not valid UTF-8 text; use read_media_file to read it") from None
-
-    def _budget(self, ctx: RequestContext) -> int:
-        """The byte budget of one answer to this client (answers.answer_budget)."""
-        return answer_budget(self.config.max_answer_bytes, getattr(ctx, "client_info", None))
 
     async def _lines_of(self, opened: OpenFile) -> Any:
         """The file's line index (count, checkpoints): on the loop when small, else in a thread
@@ -277,43 +114,34 @@ class FsTools(WalkTools, WritingTools):
             return build()
         return await off_loop(build, seconds=self.config.search_seconds)
 
-    async def _text_of(self, ctx: RequestContext | None, arguments: dict[str, Any], room: int,
+    async def _text_of(self, ctx: RequestContext | None, arguments: dict[str, Any], room: int | None = None,
                        tool: str = "read_text_file") -> tuple[str, list[str]]:
-        """A file's text (or the asked-for part of it) in at most ``room`` bytes, and the cue
-        notes: what was shown, of how many lines, and the next call (``tool`` with
-        ``arguments`` changed) when there is more. With ``ctx``, its bytes in the answer are
-        reserved first when large (``reserve_for``)."""
+        """A file's text (or the asked-for part of it) in at most ``room`` bytes (default: what an
+        answer to ``ctx``'s client may hold, ``answers.data_budget``), and the cue notes: what was
+        shown, of how many lines, and the next call (``tool`` with ``arguments`` changed) when
+        there is more. With ``ctx``, a large answer's bytes are reserved first (``reserve_for``).
+        The steps: confine and open, read, decide that it is text, cut it to fit; windows of lines
+        are :meth:`_window`'s."""
         head, tail = arguments.get("head"), arguments.get("tail")
         offset, limit = arguments.get("offset"), arguments.get("limit")
         if head is not None and tail is not None:
             raise ToolError("Give head or tail, not both")
         if (head is not None or tail is not None) and (offset is not None or limit is not None):
             raise ToolError("Give head/tail or offset/limit, not both")
+        windowed = head is not None or tail is not None or offset is not None or limit is not None
+        if room is None:
+            room = data_budget(ctx, self.config.max_answer_bytes, arguments)
         cap = min(self.config.max_read_bytes, room)
-        with await sandboxed(self.sandbox.open_file, arguments["path"]) as opened:
+        with await sandboxed(self.sandbox.open_file, arguments["path"]) as opened:  # confine, open
             size = opened.info.st_size
-            if ctx is not None:
+            sample = opened.read_at(0, SNIFF_BYTES)  # read: all of a small file
+            if ctx is not None and size > len(sample):  # a larger one's answer: reserved first when large
                 await reserve_for(ctx, text_answer_bytes(min(size, cap + 1)))
-            sample = opened.read_at(0, SNIFF_BYTES)
-            self._refuse_binary(opened, sample)
             index = None
-            if tail is not None:
-                # Only the last cap + 1 bytes can be shown: read no further back than that, so a
-                # huge tail of a huge file costs one bounded read (more lines than fit: truncated).
-                window = min(size, cap + 1)
-                base = size - window
-
-                def read_tail(_stop: Stop | None = None) -> bytes:
-                    return content.tail_lines(lambda at, length: opened.read_at(base + at, length), window, tail)
-
-                data = await off_loop(read_tail) if window > IN_LOOP_READ_BYTES else read_tail()
-            elif head is not None:
-                data, _more = content.head_lines(_chunks(opened, cap + 1), head)
-            elif offset is not None or limit is not None:
-                index = await self._lines_of(opened)  # where line ``offset`` starts, within a MiB
-                at, before = index.start_of(offset or 0) if index.complete else (0, 0)
-                data = await off_loop(lambda stop: _line_window(opened, offset or 0, limit, cap + 1, stop, at, before),
-                                      seconds=self.config.search_seconds)
+            if windowed:
+                if content.looks_binary(sample):  # before reading any further
+                    raise binary_file(opened.location, sample)
+                data, index = await self._window(opened, arguments, cap)
             else:
                 length = min(size, cap + 1) if size else cap + 1
                 if length <= len(sample) or len(sample) < SNIFF_BYTES:
@@ -323,21 +151,68 @@ class FsTools(WalkTools, WritingTools):
             truncated = len(data) > cap
             if truncated:
                 data = _last_bytes(data, cap) if tail is not None else _first_bytes(data, cap)
-            body = self._decode(opened, data)  # without the file's byte-order mark (one: a second is text)
-            windowed = any(value is not None for value in (head, tail, offset, limit))
+            try:  # decide text: binary files are refused; without the file's byte-order mark (one: a second is text)
+                body = content.file_text(data, None if windowed else sample)
+            except content.Binary:
+                raise binary_file(opened.location, sample) from None
+            except content.NotText:
+                raise not_utf8(opened.location) from None
             if not windowed and not truncated:
                 return body, []  # the whole file: nothing to say
             index = index or await self._lines_of(opened)
-        total = index.lines if index.complete else None
-        shown = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
-        first = (total - shown if total is not None else None) if tail is not None else offset or 0
-        partial = truncated and tail is None and b"\n" not in data
-        return body, [_read_cue(tool, arguments, first, shown, total, size, truncated, partial)]
+        return body, [_read_cue(tool, arguments, data, index, size, truncated)]
 
-    async def read_text_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        body, notes = await self._text_of(ctx, arguments, data_budget(self._budget(ctx), arguments))
-        return _text_answer(body, notes)
+    async def _window(self, opened: OpenFile, arguments: dict[str, Any], cap: int) -> tuple[bytes, Any]:
+        """The lines ``head``, ``tail`` or ``offset``/``limit`` ask for, at most ``cap + 1`` bytes of
+        them, and the file's line index when finding them built it (else None)."""
+        head, tail = arguments.get("head"), arguments.get("tail")
+        offset, limit = arguments.get("offset"), arguments.get("limit")
+        size = opened.info.st_size
+        if tail is not None:
+            # Only the last cap + 1 bytes can be shown: read no further back than that, so a
+            # huge tail of a huge file costs one bounded read (more lines than fit: truncated).
+            window = min(size, cap + 1)
+            base = size - window
 
+            def read_tail(_stop: Stop | None = None) -> bytes:
+                return content.tail_lines(lambda at, length: opened.read_at(base + at, length), window, tail)
+
+            return (await off_loop(read_tail) if window > IN_LOOP_READ_BYTES else read_tail()), None
+        if head is not None:
+            return content.head_lines(_chunks(opened, cap + 1), head)[0], None
+        index = await self._lines_of(opened)  # where line ``offset`` starts, within a MiB
+        at, before = index.start_of(offset or 0) if index.complete else (0, 0)
+        data = await off_loop(lambda stop: _line_window(opened, offset or 0, limit, cap + 1, stop, at, before),
+                              seconds=self.config.search_seconds)
+        return data, index
+
+    @tool(
+        "read_text_file",
+        "Read Text File",
+        READ_DESCRIPTION,
+        schema({"path": PATH, **HEAD_TAIL}, ["path"]),
+        READ_ONLY,
+    )
+    @tool(
+        "read_file",
+        "Read File (deprecated)",
+        "Deprecated alias of read_text_file. " + READ_DESCRIPTION,
+        schema({"path": PATH, **HEAD_TAIL}, ["path"]),
+        READ_ONLY,
+    )
+    async def read_text_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult | str:
+        body, notes = await self._text_of(ctx, arguments)
+        return _text_answer(body, notes) if notes else body  # the whole file: the library makes it one text block
+
+    @tool(
+        "read_media_file",
+        "Read Media File",
+        "Read a binary file (image, audio or other) and return it base64-encoded with its MIME type, detected from "
+        "the content and the extension: images as image content, audio as audio content, anything else as an "
+        "embedded resource. Only works within allowed directories.",
+        schema({"path": PATH}, ["path"]),
+        READ_ONLY,
+    )
     async def read_media_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         with await sandboxed(self.sandbox.open_file, arguments["path"]) as opened:
             size = opened.info.st_size
@@ -361,13 +236,23 @@ class FsTools(WalkTools, WritingTools):
         # drops the block (base64 is never repeated in text or structuredContent).
         return ToolResult([block, text(about)])
 
+    @tool(
+        "read_multiple_files",
+        "Read Multiple Files",
+        "Read several text files at once; each file's contents follow its path, and a failure on one file does not "
+        "stop the others. What does not fit in one answer is named, with the read_text_file call that gets it. "
+        "Only works within allowed directories.",
+        schema({"paths": {"type": "array", "items": {"type": "string"}, "minItems": 1, "maxItems": 100,
+                           "description": "Paths of the files to read"}}, ["paths"]),
+        READ_ONLY,
+    )
     async def read_multiple_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         paths = arguments["paths"]
         parts = []
         # One budget for the whole answer, however many files: each file gets what is left, and
         # one that no longer fits is named with the call that reads it. The files' text together
         # stays within 4 x --max-read-bytes too.
-        room = data_budget(self._budget(ctx), {"path": max(paths, key=len)})
+        room = data_budget(ctx, self.config.max_answer_bytes, {"path": max(paths, key=len)})
         text_room = self.config.max_read_bytes * 4
         # The answer's bytes are reserved once, from the files' sizes (one reservation per file
         # could deadlock: a request holding some waiting behind others that wait for its own).
@@ -410,6 +295,15 @@ class FsTools(WalkTools, WritingTools):
 
     # --- information ------------------------------------------------------------------------------
 
+    @tool(
+        "get_file_info",
+        "Get File Info",
+        "Metadata of a file or directory: size, creation, modification and access times, type and permissions, "
+        "without reading its contents. Only works within allowed directories.",
+        schema({"path": PATH}, ["path"]),
+        READ_ONLY,
+        output(size={"type": "integer"}, type={"type": "string"}),
+    )
     async def get_file_info(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         location, info = await sandboxed(self.sandbox.stat, arguments["path"])
         kind = "directory" if stat.S_ISDIR(info.st_mode) else "file" if stat.S_ISREG(info.st_mode) else "other"
@@ -427,6 +321,16 @@ class FsTools(WalkTools, WritingTools):
         body = "\n".join(f"{key}: {str(value).lower() if isinstance(value, bool) else value}" for key, value in fields.items())
         return _result(body, size=info.st_size, type=kind)
 
+    @tool(
+        "list_allowed_directories",
+        "List Allowed Directories",
+        "The directories this server may access; everything below them is accessible too. Call it first to learn "
+        "which paths are valid.",
+        schema({}, []),
+        READ_ONLY,
+        output(directories={"type": "array", "items": {"type": "string"}},
+                resolved={"type": "array", "items": {"type": "string"}}),
+    )
     async def list_allowed_directories(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         roots = self.sandbox.roots
         directories = [root.display for root in roots]
@@ -489,11 +393,15 @@ def _line_window(opened: OpenFile, offset: int, limit: int | None, cap: int, sto
 
 
 
-def _read_cue(tool: str, arguments: dict[str, Any], first: int | None, shown: int, total: int | None, size: int,
-              truncated: bool, partial: bool) -> str:
-    """The note of a read that is a window or was cut: the lines shown (1-based), of how many,
-    and the exact next call when lines are left. ``partial``: the page is the start of one line
-    longer than an answer holds."""
+def _read_cue(tool: str, arguments: dict[str, Any], data: bytes, index: Any, size: int, truncated: bool) -> str:
+    """The note of a read that is a window or was cut (``data``: the bytes shown; ``index``: the
+    file's line index): the lines shown (1-based), of how many, and the exact next call when lines
+    are left."""
+    total = index.lines if index.complete else None
+    shown = data.count(b"\n") + (1 if data and not data.endswith(b"\n") else 0)
+    tail, offset = arguments.get("tail"), arguments.get("offset")
+    first = (total - shown if total is not None else None) if tail is not None else offset or 0
+    partial = truncated and tail is None and b"\n" not in data  # the start of one line longer than an answer holds
     of = f" of {count(total)}" if total is not None else f" of a file of {count(size)} bytes whose lines were not all counted in time"
     if not shown:
         where = f"No lines shown: the window lies past the end of the file ({count(total) if total is not None else '?'} lines)"

@@ -20,10 +20,11 @@ from typing import TYPE_CHECKING, Any
 from mcp_ref import ToolError, ToolResult
 
 from . import content
+from .definitions import INCLUDE_IGNORED, MAX_EXCLUDES, PATH, READ_ONLY, START, schema, tool
 from .answers import count, data_budget, fit_lines, next_call
 from .answers import text_answer as _text_answer
-from .offload import STOP_EVERY, Stop, Stopped, off_loop, sandboxed
-from .root import Costly, Entry, FsError, Location, cheaply, display_name
+from .offload import STOP_EVERY, Stop, Stopped, off_loop
+from .root import Costly, Entry, FsError, Location, cheaply, display_name, sandboxed
 
 if TYPE_CHECKING:
     from mcp_ref import RequestContext, Server
@@ -72,9 +73,6 @@ class WalkTools:
     sandbox: Sandbox
     config: Config
 
-    def _budget(self, ctx: RequestContext) -> int:  # pragma: no cover - defined by FsTools
-        raise NotImplementedError
-
     def _limits(self, ctx: RequestContext) -> dict[str, Any]:  # pragma: no cover - defined by FsTools
         raise NotImplementedError
 
@@ -112,16 +110,34 @@ class WalkTools:
                 path, limit=cap, largest_first=largest_first, sizes=sizes, start=start))
         return listed
 
+    @tool(
+        "list_directory",
+        "List Directory",
+        "List the entries of a directory, each prefixed [FILE] or [DIR] ([LINK] for a link that leaves the allowed "
+        "directories, [OTHER] for devices, FIFOs and sockets). Shows every entry, hidden and ignored ones too; a big "
+        "directory comes in pages (start). Only works within allowed directories.",
+        schema({"path": PATH, "start": START}, ["path"]),
+        READ_ONLY,
+    )
     async def list_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         # Names and kinds only (sizes are list_directory_with_sizes' job): no stat per entry.
         start = arguments.get("start", 0)
         _location, entries, total = await self._entries(arguments["path"], start, sizes=False)
         names = _labels([entry.name for entry in entries])
         lines = [f"{_TAG[entry.kind]} {name}" for name, entry in zip(names, entries)]
-        shown = fit_lines(lines, 0, data_budget(self._budget(ctx), arguments)) if lines else 0
+        shown = fit_lines(lines, 0, data_budget(ctx, self.config.max_answer_bytes, arguments)) if lines else 0
         note = _page_note("list_directory", arguments, "entries", start, shown, total, start + shown < total)
         return _text_answer("\n".join(lines[:shown]), [note] if note else [])
 
+    @tool(
+        "list_directory_with_sizes",
+        "List Directory with Sizes",
+        "List the entries of a directory with file sizes, sorted by name or by size (largest first), followed by "
+        "totals; a big directory comes in pages (start). Only works within allowed directories.",
+        schema({"path": PATH, "sortBy": {"type": "string", "enum": ["name", "size"], "default": "name",
+                                         "description": "Sort entries by name or size"}, "start": START}, ["path"]),
+        READ_ONLY,
+    )
     async def list_directory_with_sizes(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         start = arguments.get("start", 0)
         _location, entries, total = await self._entries(arguments["path"], start,
@@ -130,7 +146,7 @@ class WalkTools:
             f"{_TAG[e.kind]} {e.label.ljust(30)} {content.format_size(e.size).rjust(10) if e.kind == 'file' else ''}".rstrip()
             for e in entries
         ]
-        shown = fit_lines(lines, 0, data_budget(self._budget(ctx), arguments) - 120) if lines else 0
+        shown = fit_lines(lines, 0, data_budget(ctx, self.config.max_answer_bytes, arguments) - 120) if lines else 0
         entries = entries[:shown]
         files = [e for e in entries if e.kind == "file"]
         directories = sum(1 for e in entries if e.kind == "directory")
@@ -142,13 +158,29 @@ class WalkTools:
 
     # --- trees and searches -----------------------------------------------------------------------
 
+    @tool(
+        "directory_tree",
+        "Directory Tree",
+        "A recursive tree of a directory as JSON: each entry has name and type (file, directory or symlink), and "
+        "directories have children (left out where maxDepth stopped the descent). Exclude names or globs with "
+        "excludePatterns and limit the depth with maxDepth. VCS metadata (.git...) and what .gitignore files exclude "
+        "are skipped unless includeIgnored is true. A big tree comes in pages: the note names the next call (start). "
+        "Linked directories are not entered. Only works within allowed directories.",
+        schema({"path": PATH,
+                 "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
+                 "maxDepth": {"type": "integer", "minimum": 1, "description": "Levels to descend (default: all)"},
+                 "includeIgnored": INCLUDE_IGNORED, "start": START},
+                ["path"]),
+        READ_ONLY,
+        long_running=True,
+    )
     async def directory_tree(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         excludes = _excludes(arguments.get("excludePatterns") or [])
         max_depth = arguments.get("maxDepth")
         start = arguments.get("start", 0)
         cap = self.config.max_entries
         location = await sandboxed(self.sandbox.locate_directory, arguments["path"])
-        room = data_budget(self._budget(ctx), arguments) - 2  # the outer []
+        room = data_budget(ctx, self.config.max_answer_bytes, arguments) - 2  # the outer []
         ignorer = await self._ignorer(arguments, location)
 
         def build(stop: Stop) -> tuple[list[dict[str, Any]], int, int, bool]:
@@ -219,6 +251,21 @@ class WalkTools:
         # big trees) and far fewer tokens in a model's context than an indented tree.
         return _text_answer(json.dumps(tree, ensure_ascii=False, separators=(",", ":")), notes + _skipped_note(ignorer))
 
+    @tool(
+        "search_files",
+        "Search Files",
+        "Find files and directories whose path, relative to the search directory, matches a glob: '*.py' matches "
+        "in that directory only, '**/*.py' at any depth; '*' and '?' never cross '/', '[abc]' and '{a,b}' work. "
+        "Returns full paths. VCS metadata and what .gitignore files exclude are skipped unless includeIgnored is "
+        "true; many matches come in pages (start). Only searches within allowed directories.",
+        schema({"path": PATH, "pattern": {"type": "string", "description": "Glob matched against relative paths"},
+                 "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
+                 "maxResults": {"type": "integer", "minimum": 1, "description": "Most matches in one answer"},
+                 "includeIgnored": INCLUDE_IGNORED, "start": START},
+                ["path", "pattern"]),
+        READ_ONLY,
+        long_running=True,
+    )
     async def search_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         glob = _glob(arguments["pattern"])
         excludes = _excludes(arguments.get("excludePatterns") or [])
@@ -226,7 +273,7 @@ class WalkTools:
         start = arguments.get("start", 0)
         location = await sandboxed(self.sandbox.locate_directory, arguments["path"])
         prefix = location.display.rstrip("/") + "/"  # as _join shows a path, without a Location per match
-        room = data_budget(self._budget(ctx), arguments)
+        room = data_budget(ctx, self.config.max_answer_bytes, arguments)
         ignorer = await self._ignorer(arguments, location)
 
         def search(stop: Stop) -> tuple[list[str], int, bool]:
@@ -285,6 +332,28 @@ class WalkTools:
         body = "\n".join(found) if found else "No matches found"
         return _text_answer(body, ([note] if note else []) + notes + _skipped_note(ignorer))
 
+    @tool(
+        "grep_files",
+        "Search File Contents",
+        "Search the contents of text files under a directory for a regular expression (Python syntax) and return "
+        "matching lines as path:line: text, with optional context lines. Restrict the files with a glob such as "
+        "'**/*.py'. Binary files, VCS metadata and what .gitignore files exclude are skipped (includeIgnored: true "
+        "searches those too); many matches come in pages (start). Only searches within allowed directories.",
+        schema({"path": PATH,
+                 "pattern": {"type": "string", "description": "Regular expression (or literal text with literal: true)"},
+                 "glob": {"type": "string", "description": "Only files whose relative path matches this glob"},
+                 "excludePatterns": {"type": "array", "items": {"type": "string"}, "maxItems": MAX_EXCLUDES, "default": []},
+                 "maxResults": {"type": "integer", "minimum": 1, "description": "Most matching lines in one answer"},
+                 "contextLines": {"type": "integer", "minimum": 0, "maximum": 20, "default": 0},
+                 "ignoreCase": {"type": "boolean", "default": False},
+                 "literal": {"type": "boolean", "default": False, "description": "Treat pattern as plain text"},
+                 "includeIgnored": INCLUDE_IGNORED,
+                 "start": {**START, "description": "Matching lines to skip: the next page starts here (the note "
+                                                   "of a cut answer gives it)"}},
+                ["path", "pattern"]),
+        READ_ONLY,
+        long_running=True,
+    )
     async def grep_files(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         # Imported on first use, like the globs below: start-up does not pay for it.
         from .grep import GrepTimeout, GrepTooSlow, compile_grep
@@ -301,7 +370,7 @@ class WalkTools:
         start = arguments.get("start", 0)
         location = await sandboxed(self.sandbox.locate_directory, arguments["path"])
         max_file = self.config.max_media_bytes
-        room = data_budget(self._budget(ctx), arguments)
+        room = data_budget(ctx, self.config.max_answer_bytes, arguments)
         ignorer = await self._ignorer(arguments, location)
 
         skipped: list[str] = []  # files the regex engine ran out of memory on
@@ -343,11 +412,11 @@ class WalkTools:
                         if page.shown >= cap or page.shown and page.used >= room:
                             # Full: only learn whether anything was left out (so exactly cap matches
                             # are not reported as cut), then stop at the first further match.
-                            if grep.search_lines(data, context=0, max_matches=1, deadline=stop.deadline).matches:
+                            if grep.search_lines(data, context=0, max_matches=1, deadline=_deadline(stop)).matches:
                                 return page.snapshot(more=True)
                             continue
                         result = grep.search_lines(data, context=context_lines, max_matches=start + cap - page.seen,
-                                                   deadline=stop.deadline)
+                                                   deadline=_deadline(stop))
                     except GrepTooSlow as error:
                         too_slow.append(f"[Stopped early: {error} in {_join(location, components)}; it backtracks "
                                         "without end on such text. Simplify nested repetition like (a+)+ or (a|aa)+.]")
@@ -490,3 +559,9 @@ def _excludes(patterns: list[str]) -> Any:
         return compile_excludes(patterns)
     except ValueError as error:
         raise ToolError(f"Invalid exclude pattern: {error}") from None
+
+
+def _deadline(stop: Stop) -> float:
+    """When a search must stop (``time.monotonic()``): its ``Stop``'s deadline, which a grep always has."""
+    deadline = stop.deadline
+    return float("inf") if deadline is None else deadline

@@ -83,7 +83,7 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable, Iterator, TypeVar
 
 from ._act import is_temporary
 from .resources import location_uri, uri_path
-from .root import AccessDenied, FsError, Location, NotFound
+from .root import AccessDenied, FsError, Location, NotFound, Root
 
 if TYPE_CHECKING:
     from mcp_ref import Server
@@ -343,8 +343,10 @@ class Watcher:
             if root.real in found or not _watchable(root.real):  # the same directory as an earlier root
                 continue
             found[root.real] = None
-            walk = self.sandbox.walk(self.sandbox.root_location(index),
-                                     descend=lambda components, root=root: _join(root.real, components, self._sep) not in roots)
+            def descend(components: tuple[str, ...], root: Root = root) -> bool:
+                return _join(root.real, components, self._sep) not in roots
+
+            walk = self.sandbox.walk(self.sandbox.root_location(index), descend=descend)
             try:
                 for components, entry in walk:
                     if stop.event.is_set():

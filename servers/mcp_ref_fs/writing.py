@@ -16,7 +16,7 @@ owner, permission bits and extended attributes). What this module adds is order:
   that the file changed while it was being edited. ``write_file`` replaces the content whatever
   it is, so it writes again, with the owner and permissions of the file as it now is. Either gives
   up after ``MAX_ATTEMPTS`` reads of a file that keeps changing.
-* **Off the event loop.** Matching and the diff (:mod:`.edits`) run in a worker thread marked
+* **Off the event loop.** Matching and the diff (:mod:`.edits`, :mod:`.diffs`) run in a worker thread marked
   long (:mod:`.offload`), stop at a cancellation between edits and between diff regions, and
   within ``--search-seconds``; a rewrite (a write, two ``fsync``) and the ``fsync`` of a directory
   after creating, moving or deleting run in a worker thread too. A rewrite whose request is
@@ -31,11 +31,12 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from mcp_ref import InputRequired, ToolError, ToolResult, elicit_form
 
-from . import content, edits
-from .answers import answer, first_bytes, utf8
-from .offload import Stop, Stopped, off_loop, read_start, sandboxed
+from . import content, diffs, edits
+from .definitions import MAX_EDITS, PATH, output, schema, tool
+from .answers import answer, binary_file, first_bytes, not_utf8, utf8
+from .offload import Stop, Stopped, off_loop, read_start
 from .rewrite import FileLocks, Snapshot, snapshot
-from .root import FileChanged, Location, NotFound
+from .root import FileChanged, Location, NotFound, sandboxed
 
 if TYPE_CHECKING:
     from mcp_ref import RequestContext
@@ -43,13 +44,13 @@ if TYPE_CHECKING:
     from .config import Config
     from .root import Sandbox
 
+SNIFF_BYTES = 8192  # the start of a file that decides whether it is text
 MAX_ATTEMPTS = 3  # reads of a file that keeps changing under a write before it gives up
 
 
 class WritingTools:
     """The handlers of the tools that change the disk, mixed into ``FsTools``, which provides the
-    sandbox, the configuration, the locks and the text checks shared with reading
-    (``_refuse_binary``, ``_decode``)."""
+    sandbox, the configuration and the locks."""
 
     sandbox: Sandbox
     config: Config
@@ -92,6 +93,17 @@ class WritingTools:
 
     # --- the tools ----------------------------------------------------------------------------------
 
+    @tool(
+        "write_file",
+        "Write File",
+        "Create a file or replace an existing one with new UTF-8 text. Existing content is overwritten without "
+        "warning. The replacement is atomic: readers see the old or the new file, never a mix. The file's directory "
+        "must exist. Only works within allowed directories.",
+        schema({"path": PATH, "content": {"type": "string", "description": "The complete new contents"}}, ["path", "content"]),
+        {"readOnlyHint": False, "idempotentHint": True, "destructiveHint": True, "openWorldHint": False},
+        output(),
+        mutates=True,
+    )
     async def write_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         path = arguments["path"]
         data = utf8(arguments["content"], "content")
@@ -106,6 +118,25 @@ class WritingTools:
             break
         return answer(f"Successfully wrote to {location.display}")
 
+    @tool(
+        "edit_file",
+        "Edit File",
+        "Replace text in a file and return a unified diff of the change. Each edit's oldText must match exactly "
+        "once (exactly, or line by line ignoring leading and trailing whitespace, in which case the indentation of "
+        "the file is kept); newText is inserted literally. Edits apply in order. With dryRun the diff is shown "
+        "and nothing is written. Line endings and a byte-order mark are preserved. Only works within allowed directories.",
+        schema({
+            "path": PATH,
+            "edits": {"type": "array", "minItems": 1, "maxItems": MAX_EDITS, "items": schema({
+                "oldText": {"type": "string", "description": "Text to find; must match exactly once"},
+                "newText": {"type": "string", "description": "Text to put in its place"},
+            }, ["oldText", "newText"])},
+            "dryRun": {"type": "boolean", "default": False, "description": "Show the diff without writing"},
+        }, ["path", "edits"]),
+        {"readOnlyHint": False, "idempotentHint": False, "destructiveHint": True, "openWorldHint": False},
+        output(diff={"type": "string"}, applied={"type": "boolean"}),
+        mutates=True,
+    )
     async def edit_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         path = arguments["path"]
         changes = [(edit["oldText"], edit["newText"]) for edit in arguments["edits"]]
@@ -155,16 +186,21 @@ class WritingTools:
                 raise ToolError(f"{opened.location.display} has {size} bytes; edit_file handles files up to "
                                 f"{self.config.max_media_bytes} bytes")
             raw = await read_start(opened, size)
-            self._refuse_binary(opened, raw)  # it looks at the start
-            return content.split_bom(raw)[0], self._decode(opened, raw), snapshot(opened.info), opened.location.display
+            try:
+                text = content.file_text(raw, raw[:SNIFF_BYTES])  # refused when its start looks binary
+            except content.Binary:
+                raise binary_file(opened.location, raw) from None
+            except content.NotText:
+                raise not_utf8(opened.location) from None
+            return content.split_bom(raw)[0], text, snapshot(opened.info), opened.location.display
 
     async def _edit(self, original: str, changes: list[tuple[str, str]], display: str, *,
-                    again: bool) -> tuple[edits.Edited, edits.Diff]:
+                    again: bool) -> tuple[edits.Edited, diffs.Diff]:
         """The edits applied (exactly, ``again``: on content that changed since the first read) and
         their diff, in a worker thread."""
         limit = self.config.search_seconds
 
-        def work(stop: Stop) -> tuple[edits.Edited, edits.Diff]:
+        def work(stop: Stop) -> tuple[edits.Edited, diffs.Diff]:
             # The time limit counts from here: waiting for a thread place behind searches is not the edit's time.
             timed = Stop(limit)
 
@@ -173,7 +209,7 @@ class WritingTools:
                 timed.check()
 
             edited = edits.edit_text(original, changes, exact_only=again, check=check)
-            return edited, edits.edit_diff(edited, display, max_bytes=self.config.max_read_bytes, check=check)
+            return edited, diffs.edit_diff(edited, display, max_bytes=self.config.max_read_bytes, check=check)
 
         try:
             return await off_loop(work, long=True)
@@ -186,16 +222,47 @@ class WritingTools:
             raise ToolError(f"{display}: the edits took longer than {limit:g} s (--search-seconds) and were stopped; "
                             "nothing was written. Send fewer edits per call.") from None
 
+    @tool(
+        "create_directory",
+        "Create Directory",
+        "Create a directory, with any missing parents. An existing directory is not an error. "
+        "Only works within allowed directories.",
+        schema({"path": PATH}, ["path"]),
+        {"readOnlyHint": False, "idempotentHint": True, "destructiveHint": False, "openWorldHint": False},
+        output(),
+        mutates=True,
+    )
     async def create_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         path = arguments["path"]
         location = await off_loop(lambda stop: self.sandbox.make_directories(path))
         return answer(f"Successfully created directory {location.display}")
 
+    @tool(
+        "move_file",
+        "Move File",
+        "Move or rename a file or directory. Fails if the destination exists: it never overwrites. "
+        "Both paths must be within allowed directories.",
+        schema({"source": PATH, "destination": PATH}, ["source", "destination"]),
+        {"readOnlyHint": False, "idempotentHint": False, "destructiveHint": False, "openWorldHint": False},
+        output(),
+        mutates=True,
+    )
     async def move_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         source, destination = arguments["source"], arguments["destination"]
         moved_from, moved_to = await off_loop(lambda stop: self.sandbox.move(source, destination))
         return answer(f"Successfully moved {moved_from.display} to {moved_to.display}")
 
+    @tool(
+        "delete_file",
+        "Delete File",
+        "Delete a file, a symbolic link (not its target) or an empty directory, after the user confirms it: the "
+        "client is asked to show a confirmation naming the path. Nothing is deleted if the user declines or the "
+        "file changed meanwhile. Only works within allowed directories.",
+        schema({"path": PATH}, ["path"]),
+        {"readOnlyHint": False, "idempotentHint": False, "destructiveHint": True, "openWorldHint": False},
+        output(deleted={"type": "boolean"}),
+        mutates=True,
+    )
     async def delete_file(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         path = arguments["path"]
         identity = await sandboxed(self.sandbox.identity, path)

@@ -22,7 +22,8 @@ from mcp_ref_fs.content import (
     tail_lines,
     window_lines,
 )
-from mcp_ref_fs.edits import EditError, apply_edits, diff_stats, unified_diff
+from mcp_ref_fs.diffs import diff_stats, unified_diff
+from mcp_ref_fs.edits import EditError, apply_edits
 
 # ---------------------------------------------------------------------------------------------
 # Text or binary

@@ -15,9 +15,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mcp_ref_fs import edits
+from mcp_ref_fs import diffs, edits
 from mcp_ref_fs.content import split_lines
-from mcp_ref_fs.edits import EditError, edit_diff, edit_text, render_diff, unified_diff
+from mcp_ref_fs.diffs import edit_diff, render_diff, unified_diff
+from mcp_ref_fs.edits import EditError, edit_text
 
 
 def patch(old: str, diff: str) -> str:
@@ -134,7 +135,7 @@ def test_the_diff_of_an_edit_compares_only_the_lines_of_its_regions(monkeypatch:
 
 @pytest.mark.req("FS-EDIT-DIFF-BOUNDED")
 def test_a_region_too_large_to_compare_is_shown_whole_and_counted(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(edits, "MAX_COMPARED_PAIRS", 10)
+    monkeypatch.setattr(diffs, "MAX_COMPARED_PAIRS", 10)
     old = "".join(f"{i}\n" for i in range(20))
     new_block = "".join(f"{i}\n" if i % 2 else f"{i} changed\n" for i in range(1, 19))
     edited = edit_text(old, [("".join(f"{i}\n" for i in range(1, 19)), new_block)])

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 
 from mcp_ref import Server
-from mcp_ref_fs import edits
+from mcp_ref_fs import diffs
 from mcp_ref_fs.config import Config
 from mcp_ref_fs.patterns import MAX_BRACE_ALTERNATIVES, compile_excludes
 from mcp_ref_fs.root import Sandbox
@@ -50,7 +50,7 @@ def test_too_many_exclude_patterns_or_edits_are_refused_by_the_schema(tree: Path
 def test_a_diff_of_a_one_line_change_in_a_file_of_equal_lines_is_small_and_exact() -> None:
     old = "same\n" * 200_000
     new = "same\n" * 100_000 + "changed\n" + "same\n" * 99_999
-    diff = edits.unified_diff(old, new, "f")
+    diff = diffs.unified_diff(old, new, "f")
     assert "@@ -99998,7 +99998,7 @@" in diff
     assert len(diff.splitlines()) == 4 + 1 + 7 + 1
 

@@ -35,9 +35,9 @@ def test_help_names_the_environment_variables_and_their_values() -> None:
                  "MCP_REF_SHUTDOWN_GRACE_SECONDS", "MCP_REF_MAX_CONCURRENCY", "MCP_REF_STDIO"):
         assert name in words
     # The values named are the ones the server accepts.
-    from mcp_ref_fs import _act
+    from mcp_ref_fs import _platform
 
-    assert all(value in words for value in _act.ACTS)
+    assert all(value in words for value in _platform.ACTS)
     confine = words[words.index("MCP_REF_FS_CONFINE how"):words.index("MCP_REF_FS_ACT how")]
     for value in ("auto", "openat2", "walk", "windows"):
         assert value in confine

@@ -150,7 +150,7 @@ def test_other_requests_are_answered_while_costly_lookups_run(tmp_path: Path, me
 @pytest.mark.parametrize("mechanism", MECHANISMS)
 def test_a_cheap_lookup_stops_before_it_spends_more_than_the_event_loop_may(tmp_path: Path, mechanism: str) -> None:
     from mcp_ref_fs import root as root_module
-    from mcp_ref_fs._confine_walk import Costly
+    from mcp_ref_fs._confine import Costly
 
     root = tmp_path / "root"
     root.mkdir()

@@ -1,4 +1,4 @@
-"""``mcp-ref-fs print-config`` and ``mcp-ref-fs install`` (servers/mcp_ref_fs/hostconfig.py).
+"""``mcp-ref-fs print-config`` and ``mcp-ref-fs install`` (servers/mcp_ref_fs/hosts/hostconfig.py).
 
 Most tests call ``hostconfig.main`` in-process with an ``Environment`` of their own (platform,
 ``HOME``, ``PATH``, working directory), so every host's locations can be checked on any machine
@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from mcp_ref_fs import hostconfig, jsonedit
-from mcp_ref_fs.hostconfig import Environment, ParseError, Refused, host_facts, merge_entry, parse_config
+from mcp_ref_fs.hosts import hostconfig, jsonedit
+from mcp_ref_fs.hosts.hostconfig import Environment, ParseError, Refused, host_facts, merge_entry, parse_config
 from tests.wire import request_line
 
 JSON_CLIENTS = ["claude-desktop", "vscode", "cursor"]

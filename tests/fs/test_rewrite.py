@@ -17,7 +17,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from mcp_ref_fs import _act, rewrite
+from mcp_ref_fs import _act, _platform, rewrite
 from mcp_ref_fs.root import FileChanged, FsError, Refused, Sandbox
 from mcp_ref_fs.watch import Watcher
 
@@ -34,7 +34,7 @@ def sandbox(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Sandbox]
     root = tmp_path.resolve() / "root"
     root.mkdir()
     (root / "file.txt").write_bytes(OLD)
-    opened = Sandbox.open([str(root)], act=_act.choose_act(request.param))
+    opened = Sandbox.open([str(root)], act=_platform.choose_act(request.param))
     yield opened
     opened.close()
 

@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterator
 
 import pytest
-from mcp_ref_fs import _act, _confine_walk
+from mcp_ref_fs import _act, _confine_walk, _platform
 from mcp_ref_fs import root as fsroot
 from mcp_ref_fs._confine_openat2 import Openat2Mechanism
 from mcp_ref_fs.root import (
@@ -182,7 +182,7 @@ def assert_no_secret(value: object) -> None:
 @pytest.fixture(params=["at", "paths"])
 def act(request: pytest.FixtureRequest) -> Any:
     """The act step: POSIX ``*at`` calls, or paths through the held directory (what Windows runs)."""
-    chosen = _act.choose_act(request.param)
+    chosen = _platform.choose_act(request.param)
     assert chosen.name == request.param
     return chosen
 

@@ -24,7 +24,7 @@ from typing import Any
 
 import pytest
 
-from mcp_ref_fs import _act, _confine_windows, winpaths
+from mcp_ref_fs import _act, _confine_windows, _platform, winpaths
 from mcp_ref_fs._confine_windows import (
     FILE_ATTRIBUTE_DIRECTORY,
     FILE_ATTRIBUTE_REPARSE_POINT,
@@ -473,8 +473,8 @@ _POSIX_ONLY = ["O_DIRECTORY", "O_NOFOLLOW", "O_NONBLOCK", "O_CLOEXEC", "O_NOCTTY
 
 _OUR_MODULES = """
     import mcp_ref_fs.root, mcp_ref_fs._act, mcp_ref_fs.tools, mcp_ref_fs.resources, mcp_ref_fs.watch
-    import mcp_ref_fs.hostconfig, mcp_ref_fs.server, mcp_ref_fs.__main__, mcp_ref_fs._confine_walk
-    import mcp_ref_fs._confine_openat2, mcp_ref_fs._confine_windows, mcp_ref_fs.jsonedit, mcp_ref_fs.mimetable
+    import mcp_ref_fs.hosts.hostconfig, mcp_ref_fs.server, mcp_ref_fs.__main__, mcp_ref_fs._confine_walk
+    import mcp_ref_fs._confine_openat2, mcp_ref_fs._confine_windows, mcp_ref_fs.hosts.jsonedit, mcp_ref_fs.mimetable
 """
 
 # Standard-library modules that exist only on POSIX: in the simulation, importing one fails.
@@ -507,14 +507,14 @@ _SIMULATION = textwrap.dedent("""
     for name in {posix_only_modules!r}:
         sys.modules[name] = None  # import fails, as on Windows
 """) + textwrap.dedent(_OUR_MODULES) + textwrap.dedent("""
-    from mcp_ref_fs import _act
+    from mcp_ref_fs import _act, _platform
     assert _act.DIR_FLAGS == os.O_RDONLY | 0x80 and _act.FILE_FLAGS == os.O_RDONLY | 0x80 | 0x8000
     try:
-        _act.choose_act()
+        _platform.choose_act()
     except OSError as error:  # the Windows act step was chosen; it needs a real kernel32
         print("windows act:", error)
     try:
-        _act.choose_act("at")
+        _platform.choose_act("at")
     except ValueError as error:
         print("no at:", error)
     try:
@@ -549,23 +549,23 @@ def test_the_act_step_is_chosen_by_capability_and_can_be_forced(monkeypatch: pyt
     if sys.platform == "win32":
         pytest.skip("the POSIX choices; Windows takes its own (tested below)")
     monkeypatch.delenv("MCP_REF_FS_ACT", raising=False)
-    assert _act.choose_act().name == "at"
-    assert _act.choose_act("paths").name == "paths"
+    assert _platform.choose_act().name == "at"
+    assert _platform.choose_act("paths").name == "paths"
     monkeypatch.setenv("MCP_REF_FS_ACT", "paths")
-    assert _act.choose_act().name == "paths"
-    assert _act.choose_act("at").name == "at"  # an explicit choice wins over the environment
+    assert _platform.choose_act().name == "paths"
+    assert _platform.choose_act("at").name == "at"  # an explicit choice wins over the environment
     with pytest.raises(ValueError, match="unknown act step"):
-        _act.choose_act("fast")
+        _platform.choose_act("fast")
     with pytest.raises(OSError, match="needs Windows"):
-        _act.choose_act(windows=True)
+        _platform.choose_act(windows=True)
     with pytest.raises(ValueError, match="Windows lacks"):
-        _act.choose_act("at", windows=True)
+        _platform.choose_act("at", windows=True)
     monkeypatch.setattr(_act, "FD_PATHS", "/nonexistent/fd")
     with pytest.raises(ValueError, match="needs /nonexistent/fd"):
-        _act.choose_act("paths")
+        _platform.choose_act("paths")
     monkeypatch.setattr(_act.os, "supports_dir_fd", set())
     with pytest.raises(ValueError, match="needs POSIX"):
-        _act.choose_act("at")
+        _platform.choose_act("at")
 
 
 # --- on Windows itself (CI's windows job; never run here) ------------------------------------------------------

@@ -20,7 +20,7 @@ import pytest
 
 from mcp_ref import Server
 from mcp_ref.uritemplate import UriTemplate
-from mcp_ref_fs import root as root_module
+from mcp_ref_fs import listing
 from mcp_ref_fs.resources import FsResources, location_uri, path_uri, uri_path
 from mcp_ref_fs.root import AccessDenied, InvalidPath, Root, Sandbox
 
@@ -278,14 +278,14 @@ class FakeEntry:
 
 @pytest.mark.req("FS-WINDOWS-HANDLES", "FS-WALK-NO-LINKED-DIRS")
 def test_a_junction_is_a_link_to_listings_not_a_directory(monkeypatch: pytest.MonkeyPatch) -> None:
-    assert root_module._other_kind(FakeEntry(junction=True)) == "symlink"  # Python 3.12+: DirEntry.is_junction
-    assert root_module._other_kind(FakeEntry(junction=False)) == "directory"
-    assert root_module._other_kind(FakeEntry(tag=0xA0000003)) == ("symlink" if root_module._REPARSE_TAGS else "directory")
-    monkeypatch.setattr(root_module, "_REPARSE_TAGS", True)  # Python 3.11 on Windows: the entry's reparse tag
-    assert root_module._other_kind(FakeEntry(tag=0xA0000003)) == "symlink"  # IO_REPARSE_TAG_MOUNT_POINT
-    assert root_module._other_kind(FakeEntry(tag=0x9000001A)) == "directory"  # a cloud placeholder is what it is
-    assert root_module._other_kind(FakeEntry(tag=0)) == "directory"
-    assert root_module._other_kind(FakeEntry(directory=False)) == "other"
+    assert listing._other_kind(FakeEntry(junction=True)) == "symlink"  # Python 3.12+: DirEntry.is_junction
+    assert listing._other_kind(FakeEntry(junction=False)) == "directory"
+    assert listing._other_kind(FakeEntry(tag=0xA0000003)) == ("symlink" if listing._REPARSE_TAGS else "directory")
+    monkeypatch.setattr(listing, "_REPARSE_TAGS", True)  # Python 3.11 on Windows: the entry's reparse tag
+    assert listing._other_kind(FakeEntry(tag=0xA0000003)) == "symlink"  # IO_REPARSE_TAG_MOUNT_POINT
+    assert listing._other_kind(FakeEntry(tag=0x9000001A)) == "directory"  # a cloud placeholder is what it is
+    assert listing._other_kind(FakeEntry(tag=0)) == "directory"
+    assert listing._other_kind(FakeEntry(directory=False)) == "other"
 
 
 @pytest.mark.req("FS-WINDOWS-HANDLES", "FS-WALK-NO-LINKED-DIRS")
@@ -317,7 +317,7 @@ def test_walks_and_listings_show_a_junction_as_a_link_and_never_enter_it(tmp_pat
             return iter(self.__enter__())
 
     monkeypatch.setattr(sandbox.act, "scandir", Scan)
-    monkeypatch.setattr(root_module, "_REPARSE_TAGS", True)
+    monkeypatch.setattr(listing, "_REPARSE_TAGS", True)
     monkeypatch.setattr(sandbox, "_linked", lambda location: None)  # as a junction leaving its root
     try:
         for sizes in (True, False):

@@ -113,7 +113,9 @@ class _Parser:
         return Node(position, end, data)
 
     def object(self, start: int) -> Node:
-        text, members, data = self.text, [], {}
+        text = self.text
+        members: list[Any] = []
+        data: dict[str, Any] = {}
         position = self.skip(start + 1)
         while True:
             if position < len(text) and text[position] == "}" and (not members or self.comments):
@@ -121,7 +123,7 @@ class _Parser:
             if position >= len(text) or text[position] != '"':
                 raise ParseError("expected a quoted key" + ("" if members else " or '}'"), text, position)
             try:
-                key, after_key = json.decoder.scanstring(text, position + 1)
+                key, after_key = json.decoder.scanstring(text, position + 1)  # type: ignore[attr-defined]  # public, but missing from typeshed
             except json.JSONDecodeError as error:
                 raise ParseError(error.msg, text, error.pos) from None
             colon = self.skip(after_key)
@@ -139,7 +141,8 @@ class _Parser:
                 raise ParseError("expected ',' or '}'", text, position)
 
     def array(self, start: int) -> Node:
-        text, items = self.text, []
+        text = self.text
+        items: list[Any] = []
         position = self.skip(start + 1)
         while True:
             if position < len(text) and text[position] == "]" and (not items or self.comments):

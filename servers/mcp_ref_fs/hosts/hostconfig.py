@@ -55,7 +55,7 @@ from typing import Any, Callable, Mapping, Sequence
 
 # ParseError and parse_config are here for callers and tests too: hostconfig is the subcommands' module.
 from .jsonedit import Merge, ParseError, Refused, merge_entry, parse_config  # noqa: F401
-from .options import add_server_options, given_server_options
+from ..options import add_server_options, given_server_options
 
 CLIENTS = ("claude-desktop", "vscode", "cursor", "claude-code")
 DEFAULT_NAME = "mcp-ref-fs"

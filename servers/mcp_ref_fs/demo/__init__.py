@@ -167,7 +167,7 @@ def server_command() -> list[str]:
 def copy_demo_files(target: Path) -> None:
     """The example folder shipped in the package (``demo_files/``), copied to ``target``."""
     target.mkdir()
-    for item in resources.files("mcp_ref_fs").joinpath("demo_files").iterdir():
+    for item in resources.files("mcp_ref_fs.demo").joinpath("demo_files").iterdir():
         if item.is_file():
             (target / item.name).write_bytes(item.read_bytes())
 
@@ -248,7 +248,7 @@ class Demo:
                      "(its id is in _meta); the client would now read the file again.")
 
         self.step("tools/call delete_file: ask the user first (a multi round-trip request)")
-        elicitation = {"elicitation": {"form": {}}}
+        elicitation: dict[str, Any] = {"elicitation": {"form": {}}}
         arguments = {"name": "delete_file", "arguments": {"path": "scratch.txt"}}
         _, message = self.request(connection, "tools/call", arguments, elicitation)
         interim = result_of(message)
@@ -326,6 +326,3 @@ def main(argv: list[str] | None = None) -> int:
         else:
             shutil.rmtree(base, ignore_errors=True)
 
-
-if __name__ == "__main__":
-    sys.exit(main())
