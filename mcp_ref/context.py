@@ -12,10 +12,13 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
 
-from .meta import LOG_LEVEL_RANK, client_has_capability, is_log_level
-from .mrtr import InputRequired, validate_input_response
+from .errors import InvalidParams, UnsupportedProtocolVersion
+from .meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, LOG_LEVEL_RANK, LOG_LEVELS, PROGRESS_TOKEN, PROTOCOL_VERSION, client_has_capability, is_log_level
+from .mrtr import MRTR_METHODS, InputRequired, parse_input_responses, validate_input_response
+from .versions import MODERN_VERSIONS
 
 if TYPE_CHECKING:
+    from .server import Server
     from .wire import RequestId
 
 log = logging.getLogger("mcp_ref.requests")
@@ -93,6 +96,12 @@ class RequestContext:
 
     def _finish(self) -> None:
         self._finished = True
+
+    def carry_progress_from(self, previous: RequestContext) -> None:
+        """The same request run again (a legacy client answered its questions): progress values
+        go on increasing from where the previous run left them."""
+        self._last_progress = previous._last_progress
+        self._last_progress_time = previous._last_progress_time
 
     # --- capabilities ------------------------------------------------------------------------------
 
@@ -227,3 +236,68 @@ class RequestContext:
         if missing:
             raise InputRequired(missing, state=state)
         return answers
+
+
+# --- a modern request's context, from its own _meta ------------------------------------------------
+
+
+def modern_context(request_id: RequestId, method: str, params: dict[str, Any], server: Server,
+                   emit: Callable[[dict[str, Any]], None]) -> RequestContext:
+    """Everything a 2026-07-28 request says about its client (basic/index#meta), checked: its
+    ``_meta`` and, for ``tools/call``, ``prompts/get`` and ``resources/read``, its input responses
+    and sealed ``requestState`` (basic/patterns/mrtr). Nothing is remembered between requests.
+
+    -32602 (``InvalidParams``) when a required key is missing or mistyped; -32022
+    (``UnsupportedProtocolVersion``) when the version is well formed but not served.
+    """
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise InvalidParams(f"Missing params._meta: every request must carry {PROTOCOL_VERSION} and {CLIENT_CAPABILITIES}")
+    version = meta.get(PROTOCOL_VERSION)
+    if not isinstance(version, str):
+        raise InvalidParams(f"params._meta[{PROTOCOL_VERSION!r}] is required and must be a string")
+    capabilities = meta.get(CLIENT_CAPABILITIES)
+    if not isinstance(capabilities, dict):
+        raise InvalidParams(f"params._meta[{CLIENT_CAPABILITIES!r}] is required and must be an object")
+    if version not in MODERN_VERSIONS:
+        # Legacy versions are served only through ``initialize``, never in a modern ``_meta``.
+        raise UnsupportedProtocolVersion(version, server.supported_versions, initialize_versions=server.initialize_versions)
+    client_info = meta.get(CLIENT_INFO)
+    if client_info is not None and not isinstance(client_info, dict):
+        raise InvalidParams(f"params._meta[{CLIENT_INFO!r}] must be an object")
+    log_level = meta.get(LOG_LEVEL)
+    if LOG_LEVEL in meta and not is_log_level(log_level):
+        raise InvalidParams(f"params._meta[{LOG_LEVEL!r}] must be one of: {', '.join(LOG_LEVELS)}")
+    input_responses: dict[str, Any] = {}
+    context = RequestContext(
+        request_id=request_id,
+        method=method,
+        era="modern",
+        protocol_version=version,
+        client_capabilities=capabilities,
+        client_info=client_info,
+        log_level=log_level if server.log_messages else None,
+        progress_token=parse_progress_token(meta) if PROGRESS_TOKEN in meta else None,
+        emit=emit,
+        input_responses=input_responses,
+    )
+    if method in MRTR_METHODS and ("inputResponses" in params or "requestState" in params):
+        fresh = parse_input_responses(params)
+        if "requestState" in params:
+            opened = server.sealer.open(params["requestState"], method, params)  # -32602 if forged
+            context.state = opened.state
+            input_responses.update(opened.answered)
+        input_responses.update(fresh)  # this round's answers win over carried ones
+    return context
+
+
+def parse_progress_token(meta: Any) -> str | int | None:
+    """The request's progress token, if it asked for progress (basic/patterns/progress)."""
+    if not isinstance(meta, dict):
+        return None
+    token = meta.get(PROGRESS_TOKEN)
+    if isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool)):
+        return token
+    if token is not None:
+        raise InvalidParams("params._meta.progressToken must be a string or integer")
+    return None

@@ -52,11 +52,7 @@ class Outgoing:
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._closed: str | None = None
-
-    @property
-    def waiting(self) -> int:
-        """How many of our requests await an answer."""
-        return len(self._pending)
+        self.waiting = 0  # how many of our requests await an answer (read by the session's budgets)
 
     async def request(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send one request and return the client's result; ``ClientRequestFailed`` otherwise."""
@@ -65,6 +61,7 @@ class Outgoing:
         request_id = f"{ID_PREFIX}{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
+        self.waiting += 1
         try:
             self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
             try:
@@ -77,7 +74,8 @@ class Outgoing:
                     self._cancel_at_client(request_id, "the request that needed it was cancelled")
                 raise
         finally:
-            self._pending.pop(request_id, None)
+            del self._pending[request_id]
+            self.waiting -= 1
 
     def _cancel_at_client(self, request_id: str, reason: str) -> None:
         try:

@@ -55,6 +55,13 @@ def _doc(handler: Callable[..., Any]) -> str | None:
     return doc.split("\n\n")[0].replace("\n", " ") if doc else None
 
 
+def _features(capabilities: dict[str, Any]) -> frozenset[str]:
+    """The dotted names a method table's gate may ask for: each section, and each flag set in it."""
+    names = set(capabilities)
+    names.update(f"{head}.{flag}" for head, section in capabilities.items() for flag, value in section.items() if value)
+    return frozenset(names)
+
+
 class Server:
     """An MCP server: register features on it, then ``run()`` it over stdio.
 
@@ -150,6 +157,7 @@ class Server:
         self._busy_lock = threading.Lock()
         # (event loop, its thread) while serving. One attribute, so another thread reads both at once.
         self._bound: tuple[asyncio.AbstractEventLoop, int] | None = None
+        self._registry_changed()
 
     # --- description ----------------------------------------------------------------------------
 
@@ -193,6 +201,13 @@ class Server:
             # Legacy clients may call logging/setLevel, which we serve.
             capabilities["logging"] = {}
         return capabilities
+
+    def _registry_changed(self) -> None:
+        # What the dispatcher checks a method against on every request, worked out once per
+        # change of the registry: ``offered[modern]`` holds the features offered in that era
+        # ("tools", "resources.subscribe", ...), ``offered_tasks`` whether a tool supports tasks.
+        self.offered: dict[bool, frozenset[str]] = {modern: _features(self._feature_capabilities(era)) for modern, era in ((True, "modern"), (False, "legacy"))}
+        self.offered_tasks = self.offers_tasks
 
     @property
     def offers_tasks(self) -> bool:
@@ -335,6 +350,7 @@ class Server:
 
         def register(function: Callable[..., Any]) -> Callable[..., Any]:
             (self.paged_resource_listers if paged else self.resource_listers).append(function)
+            self._registry_changed()
             return function
 
         return register if handler is None else register(handler)
@@ -381,6 +397,7 @@ class Server:
 
         def register(handler: Callable[..., Any]) -> Callable[..., Any]:
             self.completers[key] = handler  # type: ignore[index]
+            self._registry_changed()
             return handler
 
         return register
@@ -420,6 +437,7 @@ class Server:
             self._emit({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
 
     def _list_changed(self, kind: str) -> None:
+        self._registry_changed()
         if kind in self.list_changed_kinds:
             self._on_loop(self._announce_list_changed, kind)
 
@@ -470,12 +488,12 @@ class Server:
             lists |= self.list_changed_kinds & self.legacy.listed
         return WatchSet(self.subscriptions.watched_uris() | frozenset(self.legacy.subscribed_uris), lists)
 
-    def _watch_changed(self) -> None:
+    def watch_changed(self) -> None:
         """What is watched may have changed (event-loop thread): tell the hooks if it did."""
         if self._watch_hooks:
             self._watch_hooks.update(self.watched)
 
-    async def _stop_watching(self) -> None:
+    async def stop_watching(self) -> None:
         """Serving ends: hooks get the empty set (coroutine hooks a bounded time to take it in)."""
         await self._watch_hooks.stop()
 

@@ -78,20 +78,9 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from . import stderr
 from ._stdio_threads import ReaderThread, WriterThread
-from .control import OVERTAKING_PATTERN, cancelled_request
-from .dispatcher import Dispatcher
-from .errors import InternalError
 from .outputbudget import DEFAULT_MAX_RESERVED_OUTPUT_BYTES
-from .wire import (
-    CANCELLED,
-    DEFAULT_MAX_LINE_BYTES,
-    BadMessage,
-    Event,
-    Notification,
-    Request,
-    WireReader,
-    error_response,
-)
+from .session import DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_IN_FLIGHT_BYTES, SHUTTING_DOWN, Session
+from .wire import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     from .server import Server
@@ -102,31 +91,14 @@ READ_CHUNK_BYTES = 256 * 1024
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 5.0
 # After the grace period, how long queued output may take to reach a client that reads slowly.
 DEFAULT_FLUSH_TIMEOUT_SECONDS = 5.0
-DEFAULT_MAX_CONCURRENCY = 64
-# No new request is started while this many wait or run (subscriptions have their own bound).
-BACKLOG_HIGH_WATER = 1024
-# No new request is started while requests in flight (subscriptions included) are estimated to
-# hold this much parsed input (wire.estimated_cost); the first one always starts.
-DEFAULT_MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
-# One line whose parsed form is estimated above this is refused without being parsed (-32600):
-# that first request would start whatever its size. Four times the line limit, at least 64 MiB,
-# so a line of plain data (a file's base64, whose estimate is about its size) always passes.
-MIN_MAX_PARSED_BYTES = 64 * 1024 * 1024
-# Input read ahead, unparsed, while no new request may start: the window in which cancellations
-# are honoured ahead of their turn.
-HELD_INPUT_BYTES = 4 * 1024 * 1024
 # Output queued for the client: drain() waits above the high mark until the low one; no new
 # request starts above the high mark; a request's progress and log notifications are shed above
 # OPTIONAL_OUTPUT_LIMIT.
 WRITE_HIGH_WATER = 1024 * 1024
 WRITE_LOW_WATER = 256 * 1024
 OPTIONAL_OUTPUT_LIMIT = 4 * 1024 * 1024
-# How often held input is looked at again while the budgets are full.
-HOLD_RETRY_SECONDS = 0.01
 # After shutdown, how long cancelled synchronous handlers get to notice and return.
 SYNC_HANDLER_EXIT_WAIT_SECONDS = 1.0
-# The reason given in the -32603 of requests cut short (the dispatcher says the same at the end of the grace).
-SHUTTING_DOWN = "the server is shutting down"
 # os.writev takes at most this many buffers at once.
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
 # The thread fallback hands its writer thread at most this much of the queue at once.
@@ -180,6 +152,7 @@ class _Output:
         self._watching_fifo = False
         self._queue: deque[bytes | memoryview] = deque()
         self.buffered = 0  # bytes queued, not yet taken by the OS
+        self.high_water = WRITE_HIGH_WATER  # above it the session starts no new request (Output)
         self._flush_scheduled = False
         self._waiting_writable = False
         self._room_wanted = False
@@ -248,6 +221,8 @@ class _Output:
         size = sum(map(len, parts))
         self.buffered += size
         self._queued_total += size
+        if self.buffered > WRITE_HIGH_WATER:
+            self._room_wanted = True  # the session holds input now: on_room once it drains
         if not self._flush_scheduled and not self._waiting_writable:
             # Lines queued in the same loop iteration leave in one writev.
             self._flush_scheduled = True
@@ -487,7 +462,7 @@ class _Output:
 
 class StdioSession:
     """Serves one server over a pair of file descriptors until input ends, a signal arrives, or
-    the client closes stdout."""
+    the client closes stdout: the I/O around one ``session.Session``, which keeps all the state."""
 
     def __init__(
         self,
@@ -513,23 +488,19 @@ class StdioSession:
             _check_seconds(name, seconds)
         self.server = server
         self._in_fd = in_fd
-        self._reader = WireReader(max_line_bytes, max_parsed_bytes=max(MIN_MAX_PARSED_BYTES, 4 * max_line_bytes))
-        self._output = _Output(out_fd, on_lost=self._stdout_lost, on_room=self._pump)
+        self._output = _Output(out_fd, on_lost=self._stdout_lost, on_room=self._room)
         self._grace = float(shutdown_grace_seconds)
         self._flush_timeout = float(flush_timeout_seconds)
-        self._max_concurrency = max_concurrency
-        self._max_in_flight_bytes = max_in_flight_bytes
-        self._max_reserved_output_bytes = max_reserved_output_bytes
-        self._dispatcher: Dispatcher | None = None
+        self._limits = {"max_concurrency": max_concurrency, "max_reserved_output_bytes": max_reserved_output_bytes,
+                        "max_line_bytes": max_line_bytes, "max_in_flight_bytes": max_in_flight_bytes}
+        self.session: Session | None = None  # made by serve(), on the loop
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Event | None = None
         self._in_pollable = False
         self._reading = False  # a reader callback is registered on in_fd
         self._read_more = True  # false once shutdown begins: no more input is read
-        self._accepting = True  # false once the grace period is over: no more requests start
-        self._holding = False  # input waits because a budget is full
-        self._retry: asyncio.TimerHandle | None = None
         self._file_reader: asyncio.Task[None] | None = None
+        self._input_wanted: asyncio.Event | None = None  # the file reader waits on it while input is held
         self.stdio_mode = stdio_mode  # "poll" or "threads" once serve() has chosen
         self._reader_thread: ReaderThread | None = None  # the thread fallback's reader
         self._thread_reading = False  # a chunk was asked of the reader thread and has not arrived
@@ -539,17 +510,34 @@ class StdioSession:
 
     def feed(self, data: bytes) -> None:
         """Bytes read from stdin."""
-        self._reader.feed(data)
-        self._pump()
+        assert self.session is not None
+        if not self.session.receive_data(data):
+            self._update_reading()
 
     def feed_eof(self) -> None:
         """End of input: serve what was read, then shut down gracefully."""
-        if self._reader.at_eof:
+        session = self.session
+        assert session is not None
+        if session.reader.at_eof:
             return
-        self._reader.feed_eof()
-        self._pump()
+        session.receive_eof()
+        self._update_reading()
         if self._done is not None:
             self._done.set()
+
+    def _room(self) -> None:
+        """The output drained to its low-water mark: held input may go on."""
+        if self.session is not None:
+            self.session.room()
+
+    def _input_may_flow(self) -> None:
+        """The session holds less input than before: read again if it wants more."""
+        if self._input_wanted is not None:
+            self._input_wanted.set()
+        self._update_reading()
+
+    def _may_read(self) -> bool:
+        return self._read_more and self.session is not None and self.session.wants_input
 
     def _start_reading(self) -> None:
         if self.stdio_mode == "threads":
@@ -570,15 +558,9 @@ class StdioSession:
             assert self._loop is not None
             self._file_reader = self._loop.create_task(self._read_file())
 
-    def _may_read(self) -> bool:
-        if not self._read_more or self._reader.at_eof:
-            return False
-        # Held input is bounded; a partial line alone is bounded by the reader (max_line_bytes).
-        return not self._holding or self._reader.buffered_bytes < HELD_INPUT_BYTES
-
     def _update_reading(self) -> None:
         if self._reader_thread is not None:
-            if not self._read_more or self._reader.at_eof:
+            if not self._read_more or self.session is None or self.session.reader.at_eof:
                 self._reader_thread.stop()
             elif not self._thread_reading and self._may_read():
                 # One chunk at a time: the next is asked for only after this one is fed and
@@ -619,20 +601,24 @@ class StdioSession:
             data = b""
         if data:
             self.feed(data)
+            self._update_reading()
         else:
             self.feed_eof()
 
     async def _read_file(self) -> None:
         """stdin is a regular file (or /dev/null): read it in chunks on the loop; it never blocks.
 
-        Never dies silently: an unexpected error is logged and taken as the end of input, so
-        what was read is still answered and the server exits.
+        While the session holds enough input, it waits for the session to say it wants more (no
+        timer). Never dies silently: an unexpected error is logged and taken as the end of input,
+        so what was read is still answered and the server exits.
         """
+        assert self.session is not None and self._input_wanted is not None
         try:
-            while self._read_more and not self._reader.at_eof:
+            while self._read_more and not self.session.reader.at_eof:
                 if not self._may_read():
-                    await asyncio.sleep(HOLD_RETRY_SECONDS)
-                    self._pump()
+                    self._input_wanted.clear()
+                    if not self._may_read():
+                        await self._input_wanted.wait()
                     continue
                 try:
                     data = os.read(self._in_fd, READ_CHUNK_BYTES)
@@ -650,73 +636,6 @@ class StdioSession:
             log.exception("internal error while reading stdin; taking it as the end of input")
             self.feed_eof()
 
-    # --- from input to the dispatcher ------------------------------------------------------------
-
-    def _over_budget(self) -> bool:
-        dispatcher = self._dispatcher
-        assert dispatcher is not None
-        return (
-            dispatcher.backlog >= BACKLOG_HIGH_WATER
-            or self._output.congested
-            or dispatcher.in_flight_cost >= self._max_in_flight_bytes
-        )
-
-    def _pump(self) -> None:
-        """Hand complete input to the dispatcher while the budgets allow; else hold it as bytes,
-        taking the control lane's messages out of it (``_take_ahead``), and look again shortly."""
-        if self._dispatcher is None:
-            return
-        while self._accepting:
-            if self._over_budget():
-                self._holding = True
-                self._take_ahead()
-                self._retry_soon()
-                break
-            self._holding = False
-            event = self._next_event()
-            if event is None:
-                break
-            self._dispatch(event)
-        self._update_reading()
-
-    def _take_ahead(self) -> None:
-        """The control lane through held input: the cancellations, pings, discovers, list and
-        tasks requests waiting there that the dispatcher lets overtake (``Dispatcher.may_overtake``)
-        are handled now, not after the tool calls before them."""
-        dispatcher = self._dispatcher
-        assert dispatcher is not None
-        room = not self._output.congested  # a client that does not read gets no more answers
-
-        def wanted(event: Event) -> bool | None:
-            return dispatcher.may_overtake(event, room_for_answers=room)
-
-        for event in self._reader.take_ahead(OVERTAKING_PATTERN, wanted):
-            self._dispatch(event)
-
-    def _next_event(self) -> Event | None:
-        try:
-            return self._reader.next_event()
-        except Exception:
-            # A bug or an exhausted resource while reading one line: that line is consumed
-            # already (the reader marks it before parsing), so answer it and go on.
-            log.exception("internal error while reading a message; answering it with -32603 and going on")
-            return BadMessage(None, InternalError("Internal error: the server could not read this message"))
-
-    def _dispatch(self, event: Event) -> None:
-        assert self._dispatcher is not None
-        try:
-            self._dispatcher.handle(event)
-        except Exception:
-            log.exception("internal error while dispatching a message; going on")
-
-    def _retry_soon(self) -> None:
-        if self._retry is None and self._loop is not None:
-            self._retry = self._loop.call_later(HOLD_RETRY_SECONDS, self._retry_pump)
-
-    def _retry_pump(self) -> None:
-        self._retry = None
-        self._pump()
-
     # --- ending --------------------------------------------------------------------------------
 
     def stop(self) -> None:
@@ -732,20 +651,19 @@ class StdioSession:
         self._hard_stop(answer=True)
 
     def _hard_stop(self, *, answer: bool) -> None:
-        assert self._loop is not None and self._dispatcher is not None
+        assert self._loop is not None and self.session is not None
         self.hard_stopped = True
-        self._accepting = False
-        self._dispatcher.cancel_in_flight(SHUTTING_DOWN if answer else None)
+        self.session.cancel_in_flight(SHUTTING_DOWN if answer else None)
         self._output.set_deadline(self._loop.time())
 
     def _stdout_lost(self, exc: BaseException) -> None:
         """The client closed stdout: no answer can reach it, so stop everything now."""
-        if self._dispatcher is None or self.hard_stopped:
+        if self.session is None or self.hard_stopped:
             return
         # Nothing lost (a shell's `| head -1` that read what it wanted) is routine: INFO. Work
         # cancelled because its answer cannot be delivered is worth a WARNING; answers already
         # made and left unread (the client chose to stop reading) are not work lost.
-        running = self._dispatcher.running
+        running = self.session.running
         log.log(
             logging.WARNING if running else logging.INFO,
             "stdout was closed by the client (%s): cancelling %d request(s) in flight, reading no more input, and exiting",
@@ -766,13 +684,12 @@ class StdioSession:
         """
         self._loop = asyncio.get_running_loop()
         self._done = asyncio.Event()
+        self._input_wanted = asyncio.Event()
         if self.stdio_mode == "auto":
             self.stdio_mode = choose_stdio_mode(self._loop, self._in_fd, "auto")
         self._output.open(self._loop, threaded=self.stdio_mode == "threads")
-        self._dispatcher = Dispatcher(self.server, self._output, max_concurrency=self._max_concurrency,
-                                      max_reserved_output_bytes=self._max_reserved_output_bytes)
-        # A requestState the client could not send back within the line limit is never issued.
-        self.server.sealer.max_line_bytes = self._reader.max_line_bytes
+        self.session = Session(self.server, self._output, **self._limits)
+        self.session.on_input_wanted = self._input_may_flow
         self._start_reading()
         try:
             await self._done.wait()
@@ -780,8 +697,8 @@ class StdioSession:
             await self._shut_down()
 
     async def _shut_down(self) -> None:
-        loop, dispatcher = self._loop, self._dispatcher
-        assert loop is not None and dispatcher is not None
+        loop, session = self._loop, self.session
+        assert loop is not None and session is not None
         grace = 0.0 if self.hard_stopped else self._grace
         grace_ends = loop.time() + grace
         log.info("shutting down: reading no more input; what was read gets %.1f s to finish", grace)
@@ -791,47 +708,18 @@ class StdioSession:
         if self._file_reader is not None:
             self._file_reader.cancel()
         # No answer to a request we sent the client can arrive any more: stop waiting for one.
-        dispatcher.outgoing.close("the server stopped reading input (end of input or shutdown)")
+        session.outgoing.close("the server stopped reading input (end of input or shutdown)")
         # 1. Input already read (held back by the budgets, say) is still served in the grace period.
-        while self._accepting and self._reader.has_pending_event() and loop.time() < grace_ends:
-            self._pump()
-            await asyncio.sleep(HOLD_RETRY_SECONDS)
-        self._accepting = False
-        if self._retry is not None:
-            self._retry.cancel()
+        await session.serve_held_input(grace_ends)
         # 2. Requests read but never started get their error now.
         if not self._output.lost:
-            self._refuse_held_input()
+            session.refuse_held_input()
         # 3. In-flight work: the rest of the grace period, then an error answer and cancellation;
         #    subscriptions end gracefully.
-        await dispatcher.shutdown(max(0.0, grace_ends - loop.time()))
+        await session.shutdown(max(0.0, grace_ends - loop.time()))
         # 4. Output goes out until the flush deadline, no longer.
         await self._output.close()
         self.server.close()
-
-    def _refuse_held_input(self) -> None:
-        """Answer -32603 to every request still waiting unparsed, unless a cancellation after it
-        (also still waiting) silences it; other held messages are handled as usual (a bad line
-        still gets its error). Only ids are kept, never params: memory stays flat."""
-        assert self._dispatcher is not None
-        refused: dict[tuple[type, Any], list[Any]] = {}  # key -> [id, requests with that id]
-        while (event := self._next_event()) is not None:
-            if isinstance(event, Request):
-                refused.setdefault((type(event.id), event.id), [event.id, 0])[1] += 1
-            elif isinstance(event, Notification) and event.method == CANCELLED and (target := cancelled_request(event.params)) is not None:
-                waiting = refused.get((type(target), target))
-                if waiting is not None and waiting[1]:
-                    waiting[1] -= 1  # the client cancelled a request it sent: no answer
-                else:
-                    self._dispatch(event)  # cancels a request in flight (or is ignored)
-            else:
-                self._dispatch(event)
-        count = sum(times for _, times in refused.values())
-        if count:
-            log.warning("shutting down: answering %d request(s) that were read but never started with an error", count)
-        for request_id, times in refused.values():
-            for _ in range(times):
-                self._dispatcher.send(error_response(request_id, InternalError(f"Internal error: {SHUTTING_DOWN}; the request was not started")))
 
 
 def _check_seconds(name: str, value: Any) -> None:

@@ -245,9 +245,9 @@ async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) ->
     check_room_for_uris(server, len(honoured.get("resourceSubscriptions", ())))
     subscription = server.subscriptions.open(ctx.request_id, honoured)
     try:
-        server._watch_changed()  # after the acknowledgement
+        server.watch_changed()  # after the acknowledgement
         await subscription.closed
     finally:
         server.subscriptions.discard(ctx.request_id, subscription)
-        server._watch_changed()
+        server.watch_changed()
     return {"_meta": {SUBSCRIPTION_ID: ctx.request_id}}

@@ -579,6 +579,18 @@ def _encode_line(message: dict[str, Any]) -> bytes:
         return _ascii_encoder.encode(message).encode("ascii") + b"\n"
 
 
+def request_key(request_id: Any) -> tuple[type, Any]:
+    """A request id as a dict key: 1 and "1" are different request ids."""
+    return (type(request_id), request_id)
+
+
+def response_parts(request_id: RequestId, outcome: dict[str, Any] | ProtocolError) -> list[bytes]:
+    """The response line to a request, its result or its error, as ``encode_message_parts`` makes it."""
+    if isinstance(outcome, ProtocolError):
+        return encode_message_parts(error_response(request_id, outcome))
+    return encode_message_parts({"jsonrpc": "2.0", "id": request_id, "result": outcome})
+
+
 def result_response(request_id: RequestId, result: dict[str, Any]) -> dict[str, Any]:
     """A JSON-RPC result response."""
     return {"jsonrpc": "2.0", "id": request_id, "result": result}

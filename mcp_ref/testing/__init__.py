@@ -14,7 +14,7 @@ Theory of operation
 -------------------
 * **Same bytes as a host.** Every request is encoded as one wire line (``wire.encode_message``)
   and every answer decoded from the line the server wrote. In process, the lines go through a
-  ``wire.WireReader`` into a ``dispatcher.Dispatcher`` whose ``MessageSink`` hands the written
+  ``wire.WireReader`` into a ``session.Session`` whose ``LineSink`` hands the written
   lines back to the client, exactly what ``stdio`` does minus the file descriptors. With a
   command, the lines go through the child's stdin and stdout; its stderr is collected
   (``stderr``) and its exit status checked when the client closes (``ServerExitError``). Each

@@ -13,7 +13,7 @@ from .replies import ServerExitError
 
 
 class _InProcess:
-    """A ``Server`` behind a real ``WireReader`` and ``Dispatcher``; the dispatcher's sink is this object."""
+    """A ``Server`` behind a real ``WireReader`` and ``session.Session``; the session writes to this object (a ``LineSink``)."""
 
     def __init__(self, server: Any, max_concurrency: int) -> None:
         self.server = server
@@ -21,14 +21,14 @@ class _InProcess:
         self.stderr = ""
 
     async def open(self) -> None:
-        from ..dispatcher import Dispatcher
+        from ..session import Session
         from ..wire import WireReader
 
         self._lines: asyncio.Queue[bytes | None] = asyncio.Queue()
         self._reader = WireReader()
-        self._dispatcher = Dispatcher(self.server, self, max_concurrency=self.max_concurrency)
+        self._session = Session(self.server, self, max_concurrency=self.max_concurrency)
 
-    # The MessageSink the dispatcher writes to.
+    # The LineSink the session writes to.
     def write(self, line: bytes) -> None:
         self._lines.put_nowait(bytes(line))
 
@@ -38,7 +38,7 @@ class _InProcess:
     async def send(self, data: bytes) -> None:
         self._reader.feed(data)
         for event in self._reader.events():
-            self._dispatcher.handle(event)
+            self._session.handle(event)
 
     async def read_line(self) -> bytes | None:
         return await self._lines.get()
@@ -46,8 +46,8 @@ class _InProcess:
     async def close(self, grace_seconds: float) -> int | None:
         self._reader.feed_eof()
         for event in self._reader.events():
-            self._dispatcher.handle(event)
-        await self._dispatcher.shutdown(grace_seconds)
+            self._session.handle(event)
+        await self._session.shutdown(grace_seconds)
         self.server.close()
         self._lines.put_nowait(None)
         return None
