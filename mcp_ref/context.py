@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple
 
 from .errors import InvalidParams, UnsupportedProtocolVersion
 from .meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, LOG_LEVEL_RANK, LOG_LEVELS, PROGRESS_TOKEN, PROTOCOL_VERSION, client_has_capability, is_log_level
@@ -241,14 +241,22 @@ class RequestContext:
 # --- a modern request's context, from its own _meta ------------------------------------------------
 
 
-def modern_context(request_id: RequestId, method: str, params: dict[str, Any], server: Server,
-                   emit: Callable[[dict[str, Any]], None]) -> RequestContext:
-    """Everything a 2026-07-28 request says about its client (basic/index#meta), checked: its
-    ``_meta`` and, for ``tools/call``, ``prompts/get`` and ``resources/read``, its input responses
-    and sealed ``requestState`` (basic/patterns/mrtr). Nothing is remembered between requests.
+class RequestMeta(NamedTuple):
+    """What one request says about its client. Built fresh for every request."""
 
-    -32602 (``InvalidParams``) when a required key is missing or mistyped; -32022
-    (``UnsupportedProtocolVersion``) when the version is well formed but not served.
+    protocol_version: str
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None = None
+    log_level: str | None = None
+    progress_token: str | int | None = None
+
+
+def parse_request_meta(params: dict[str, Any], advertised_versions: list[str], initialize_versions: list[str] | None = None) -> RequestMeta:
+    """Validate the modern ``_meta`` of a request (basic/index#meta).
+
+    Raises ``InvalidParams`` (-32602) when a required key is missing or mistyped, and
+    ``UnsupportedProtocolVersion`` (-32022) when the version is well formed but not served
+    (naming ``advertised_versions`` as supported, and any ``initialize_versions`` apart).
     """
     meta = params.get("_meta")
     if not isinstance(meta, dict):
@@ -261,23 +269,34 @@ def modern_context(request_id: RequestId, method: str, params: dict[str, Any], s
         raise InvalidParams(f"params._meta[{CLIENT_CAPABILITIES!r}] is required and must be an object")
     if version not in MODERN_VERSIONS:
         # Legacy versions are served only through ``initialize``, never in a modern ``_meta``.
-        raise UnsupportedProtocolVersion(version, server.supported_versions, initialize_versions=server.initialize_versions)
+        raise UnsupportedProtocolVersion(version, advertised_versions, initialize_versions=initialize_versions)
     client_info = meta.get(CLIENT_INFO)
     if client_info is not None and not isinstance(client_info, dict):
         raise InvalidParams(f"params._meta[{CLIENT_INFO!r}] must be an object")
     log_level = meta.get(LOG_LEVEL)
     if LOG_LEVEL in meta and not is_log_level(log_level):
         raise InvalidParams(f"params._meta[{LOG_LEVEL!r}] must be one of: {', '.join(LOG_LEVELS)}")
+    token = parse_progress_token(meta) if PROGRESS_TOKEN in meta else None
+    return RequestMeta(version, capabilities, client_info, log_level, token)
+
+
+def modern_context(request_id: RequestId, method: str, params: dict[str, Any], server: Server,
+                   emit: Callable[[dict[str, Any]], None]) -> RequestContext:
+    """Everything a 2026-07-28 request says about its client, checked: its ``_meta``
+    (``parse_request_meta``) and, for ``tools/call``, ``prompts/get`` and ``resources/read``, its
+    input responses and sealed ``requestState`` (basic/patterns/mrtr). Nothing is remembered
+    between requests."""
+    meta = parse_request_meta(params, server.supported_versions, server.initialize_versions)
     input_responses: dict[str, Any] = {}
     context = RequestContext(
         request_id=request_id,
         method=method,
         era="modern",
-        protocol_version=version,
-        client_capabilities=capabilities,
-        client_info=client_info,
-        log_level=log_level if server.log_messages else None,
-        progress_token=parse_progress_token(meta) if PROGRESS_TOKEN in meta else None,
+        protocol_version=meta.protocol_version,
+        client_capabilities=meta.client_capabilities,
+        client_info=meta.client_info,
+        log_level=meta.log_level if server.log_messages else None,
+        progress_token=meta.progress_token,
         emit=emit,
         input_responses=input_responses,
     )

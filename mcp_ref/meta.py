@@ -70,9 +70,14 @@ def check_meta_keys(meta: Any, where: str) -> None:
 
 
 def __getattr__(name: str) -> Any:
-    # Whether a request is modern is the dispatcher's decision now (``dispatcher.has_modern_meta``).
+    # Whether a request is modern is the dispatcher's decision (``dispatcher.has_modern_meta``), and
+    # a request's ``_meta`` is read into its context (``context.parse_request_meta``).
     if name == "carries_modern_meta":
         from .dispatcher import has_modern_meta
 
         return has_modern_meta
+    if name in ("RequestMeta", "parse_request_meta", "parse_progress_token"):
+        from . import context  # (which imports this module: hence the late import)
+
+        return getattr(context, name)
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

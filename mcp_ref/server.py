@@ -126,6 +126,11 @@ class Server:
         self.resource_subscriptions = resource_subscriptions
         self.log_messages = log_messages
         self.modern_only = modern_only
+        # The versions advertised by server/discover and in -32022 data.supported: those a request
+        # may name in _meta (the modern ones; legacy versions work only through initialize), and
+        # the initialize-era versions served (none on a modern-only server), named apart in -32022.
+        self.supported_versions: list[str] = supported_versions()
+        self.initialize_versions: list[str] = initialize_versions(include_legacy=not modern_only)
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         self.page_size = page_size
@@ -160,17 +165,6 @@ class Server:
         self._registry_changed()
 
     # --- description ----------------------------------------------------------------------------
-
-    @property
-    def supported_versions(self) -> list[str]:
-        """Versions advertised by ``server/discover`` and in -32022 ``data.supported``: those a
-        request may name in ``_meta`` (the modern ones; legacy versions work only through ``initialize``)."""
-        return supported_versions()
-
-    @property
-    def initialize_versions(self) -> list[str]:
-        """The initialize-era versions served (none on a modern-only server), named apart in -32022 errors."""
-        return initialize_versions(include_legacy=not self.modern_only)
 
     def capabilities(self, era: str = "modern") -> dict[str, Any]:
         """Server capabilities, derived from what is registered and what the server emits."""
