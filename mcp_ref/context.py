@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple, Protocol
 
 from .errors import InvalidParams, UnsupportedProtocolVersion
 from .meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, LOG_LEVEL_RANK, LOG_LEVELS, PROGRESS_TOKEN, PROTOCOL_VERSION, client_has_capability, is_log_level
@@ -280,8 +280,28 @@ def parse_request_meta(params: dict[str, Any], advertised_versions: list[str], i
     return RequestMeta(version, capabilities, client_info, log_level, token)
 
 
-def modern_context(request_id: RequestId, method: str, params: dict[str, Any], server: Server,
-                   emit: Callable[[dict[str, Any]], None]) -> RequestContext:
+class RequestLink(Protocol):
+    """What a context reports through: the request's entry in its session (``session.InFlight``)."""
+
+    context: RequestContext | None
+    cancelled: bool
+
+    def emit(self, message: dict[str, Any]) -> None: ...
+
+    async def reserve_output(self, nbytes: int) -> None: ...
+
+
+def linked(context: RequestContext, link: RequestLink) -> RequestContext:
+    """``context``, reporting through ``link`` (its progress, its logs, its reserved output), and
+    known to it."""
+    context._emit = link.emit
+    context._reserve = link.reserve_output
+    context._cancelled = link.cancelled
+    link.context = context
+    return context
+
+
+def modern_context(request_id: RequestId, method: str, params: dict[str, Any], server: Server, link: RequestLink) -> RequestContext:
     """Everything a 2026-07-28 request says about its client, checked: its ``_meta``
     (``parse_request_meta``) and, for ``tools/call``, ``prompts/get`` and ``resources/read``, its
     input responses and sealed ``requestState`` (basic/patterns/mrtr). Nothing is remembered
@@ -297,9 +317,10 @@ def modern_context(request_id: RequestId, method: str, params: dict[str, Any], s
         client_info=meta.client_info,
         log_level=meta.log_level if server.log_messages else None,
         progress_token=meta.progress_token,
-        emit=emit,
+        emit=link.emit,
         input_responses=input_responses,
     )
+    linked(context, link)
     if method in MRTR_METHODS and ("inputResponses" in params or "requestState" in params):
         fresh = parse_input_responses(params)
         if "requestState" in params:

@@ -185,19 +185,19 @@ async def _run(session: Session, request: Request, entry: InFlight, modern: bool
     server, method, params = session.server, request.method, request.params
     handler = route(server, method, params, modern)
     if modern:
-        context = modern_context(request.id, method, params, server, entry.emit)
+        context = modern_context(request.id, method, params, server, entry)
     else:
-        context = legacy.legacy_context(server, request, entry.emit, rounds)
-    entry.attach(context)
+        context = legacy.legacy_context(server, request, entry, rounds)
     limit = server.rate_limits.get(method)
     try:
-        if limit is not None:
-            await limit.acquire()  # paced before it takes a slot
+        if limit is not None and (delay := limit.reserve()):
+            await asyncio.sleep(delay)  # paced before it takes a slot
         if method in CONTROL_LANE or method == "subscriptions/listen":
             # The control lane does no user work, and a subscription is open for as long as it
             # lives: neither holds (nor waits for) a concurrency slot.
             result = await handler(server, context, params)
-        elif method == "tools/call" and server.offered_tasks and tasks.may_become_task(server, request, context, modern):
+        elif method == "tools/call" and isinstance(name := params.get("name"), str) and name in server.task_tools \
+                and tasks.may_become_task(server, request, context, modern):
             result = await tasks.call_maybe_as_task(session, handler, request, context, complete, error_for)
         else:
             async with session.slots:

@@ -37,7 +37,7 @@ other methods with -32603 and the same explanation.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 from .errors import InvalidParams
 from .meta import LOG_LEVELS, SERVER_INFO, is_log_level
@@ -45,7 +45,7 @@ from .subscriptions import check_room_for_uris, check_uri_length
 from .versions import negotiate_legacy_version
 
 if TYPE_CHECKING:
-    from .context import RequestContext
+    from .context import RequestContext, RequestLink
     from .legacyinput import LegacyRounds
     from .server import Server
     from .wire import Request
@@ -206,10 +206,10 @@ def _downgrade_block(block: dict[str, Any], version: str) -> dict[str, Any]:
 LISTED_KIND = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resources"}
 
 
-def legacy_context(server: Server, request: Request, emit: Callable[[dict[str, Any]], None], rounds: LegacyRounds | None = None) -> RequestContext:
+def legacy_context(server: Server, request: Request, link: RequestLink, rounds: LegacyRounds | None = None) -> RequestContext:
     """A legacy request's client is the one the ``initialize`` handshake described; on a re-run
     (``legacyinput``), the answers its client gave so far and the handler's state come along."""
-    from .context import RequestContext, parse_progress_token
+    from .context import RequestContext, linked, parse_progress_token
 
     session = server.legacy
     context = RequestContext(
@@ -221,11 +221,11 @@ def legacy_context(server: Server, request: Request, emit: Callable[[dict[str, A
         client_info=session.client_info,
         log_level=session.log_level,
         progress_token=parse_progress_token(request.params.get("_meta")),
-        emit=emit,
+        emit=link.emit,
     )
     if rounds is not None:
         rounds.carry_into(context)
-    return context
+    return linked(context, link)
 
 
 def shape_result(server: Server, method: str, result: dict[str, Any]) -> dict[str, Any]:

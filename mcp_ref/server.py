@@ -199,9 +199,9 @@ class Server:
     def _registry_changed(self) -> None:
         # What the dispatcher checks a method against on every request, worked out once per
         # change of the registry: ``offered[modern]`` holds the features offered in that era
-        # ("tools", "resources.subscribe", ...), ``offered_tasks`` whether a tool supports tasks.
+        # ("tools", "resources.subscribe", ...), ``task_tools`` the names of the tools that may run as tasks.
         self.offered: dict[bool, frozenset[str]] = {modern: _features(self._feature_capabilities(era)) for modern, era in ((True, "modern"), (False, "legacy"))}
-        self.offered_tasks = self.offers_tasks
+        self.task_tools = frozenset(name for name, tool in self.tools.items() if tool.task is not None)
 
     @property
     def offers_tasks(self) -> bool:

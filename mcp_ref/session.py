@@ -183,12 +183,6 @@ class InFlight:
         self.reserved = 0  # bytes held on the output budget for its answer (reserve_output)
         self.written = False  # its answer is queued: nothing more of it to budget
 
-    def attach(self, context: RequestContext) -> None:
-        """The request's context is built: it reports through this entry."""
-        self.context = context
-        context._reserve = self.reserve_output
-        context._cancelled = self.cancelled
-
     def cancel(self) -> None:
         """The client's cancellation (or shutdown's): the flag is for synchronous handlers (they
         cannot be interrupted, but can poll ``ctx.cancelled``); the task cancellation interrupts
@@ -322,7 +316,13 @@ class Session:
                 event = BadMessage(None, InternalError("Internal error: the server could not read this message"))
             if event is None:
                 break
-            self.handle(event)
+            if type(event) is Request:
+                try:
+                    self._start(event)
+                except Exception:
+                    log.exception("internal error while starting a request; going on")
+            else:
+                self.handle(event)
         self.wants_input = not reader.at_eof and (not self.holding or reader.buffered_bytes < HELD_INPUT_BYTES)
         return self.wants_input
 
@@ -371,7 +371,7 @@ class Session:
             log.exception("internal error while dispatching a message; going on")
 
     def _start(self, request: Request) -> None:
-        key = request_key(request.id)
+        key = request.key
         if key in self._in_flight:
             self.send(error_response(request.id, InvalidRequest(f"Request id {clip(request.id)!r} is already in use by a request in flight")))
             return
@@ -454,7 +454,7 @@ class Session:
         entry.written = True
         if entry.reserved:
             self.release_output(entry)
-        self._answered(request_key(request.id), entry)
+        self._answered(request.key, entry)
         await self.output.drain()
 
     async def reserve_output(self, entry: InFlight, nbytes: int) -> None:
