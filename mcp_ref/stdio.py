@@ -208,10 +208,12 @@ class StdioSession:
         except OSError as exc:  # EIO from a hung-up terminal, ECONNRESET from a socket
             log.warning("reading stdin failed (%s): taking it as the end of input", _describe(exc))
             data = b""
-        if data:
-            self.feed(data)
-        else:
+        session = self.session
+        assert session is not None  # (reading starts once serve() made it)
+        if not data:
             self.feed_eof()
+        elif not session.receive_data(data):  # (feed(data), inline: this is the per-read path)
+            self._update_reading()
 
     def _on_thread_data(self, data: bytes | OSError) -> None:
         """A chunk from the reader thread (``b""`` at EOF, or the error that ended reading)."""
