@@ -31,10 +31,12 @@ def _plain_chunks(value: Any, _indent_level: int) -> Sequence[str]:
 def _make_chunks() -> Callable[[Any, int], Sequence[str]]:
     from json import encoder
 
-    if encoder.c_make_encoder is None:  # pragma: no cover - CPython always has it
+    # (typeshed does not declare json.encoder's C hook: it is None where the C module is absent)
+    c_make_encoder = getattr(encoder, "c_make_encoder", None)
+    if c_make_encoder is None:  # pragma: no cover - CPython always has it
         return _plain_chunks
     # markers, default, string encoder, indent, key and item separators, sort_keys, skipkeys, allow_nan
-    made: Callable[[Any, int], Sequence[str]] = encoder.c_make_encoder(
+    made: Callable[[Any, int], Sequence[str]] = c_make_encoder(
         None, ENCODER.default, encoder.encode_basestring, None, ":", ",", False, False, False
     )
     return made

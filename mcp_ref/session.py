@@ -53,7 +53,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
 
 from .control import CONTROL_LANE, CONTROL_LANE_LIMIT, OVERTAKING_NOTIFICATIONS, OVERTAKING_PATTERN, OVERTAKING_REQUESTS, cancelled_request, notification_problem
 from .dispatcher import answer
@@ -165,8 +165,8 @@ class _Lines:
 def as_output(sink: Output | LineSink) -> Output:
     """``sink`` as an ``Output`` (a plain ``LineSink`` gets the adapter above)."""
     if hasattr(sink, "write_parts"):
-        return sink  # type: ignore[return-value]  # (it declares the whole Output interface)
-    return _Lines(sink)  # type: ignore[arg-type]  # (a LineSink, then)
+        return cast(Output, sink)  # (the Protocol is not runtime-checkable: its method says it)
+    return _Lines(sink)
 
 
 class InFlight:

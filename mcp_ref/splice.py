@@ -41,6 +41,7 @@ class Marked(dict):  # type: ignore[type-arg]
     the large string it may hold (its text, its base64, or an embedded resource's)."""
 
     __slots__ = ("size",)
+    size: int
 
 
 class Encoded(Marked):
@@ -49,6 +50,8 @@ class Encoded(Marked):
     need not scan it again, and the line can carry the bytes as they are."""
 
     __slots__ = ("encoded", "encoded_ascii")
+    encoded: str
+    encoded_ascii: bytes
 
 
 def encoded_base64(item: Any) -> tuple[str, bytes] | None:
@@ -122,12 +125,12 @@ def _string_literal(value: str) -> list[bytes] | None:
             for raw, escaped in escapes:
                 data = data.replace(raw, escaped)
             return [b'"', data, b'"']
-    literal = encode(value)
-    if not literal.isascii():
-        for raw, escaped in LINE_SEPARATORS:
-            if raw in literal:
-                literal = literal.replace(raw, escaped)
+    text = encode(value)
+    if not text.isascii():
+        for separator, escape in LINE_SEPARATORS:
+            if separator in text:
+                text = text.replace(separator, escape)
     try:
-        return [literal.encode("utf-8")]
+        return [text.encode("utf-8")]
     except UnicodeEncodeError:
         return None

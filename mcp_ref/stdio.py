@@ -58,7 +58,7 @@ import signal
 import stat
 import sys
 import time
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from . import stderr
 from ._stdio_threads import ReaderThread
@@ -451,14 +451,22 @@ def _install_signal_handlers(loop: asyncio.AbstractEventLoop, stop: Callable[[],
             except NotImplementedError:
                 pass
             else:
-                undo.append(lambda signum=signum: loop.remove_signal_handler(signum))
+
+                def remove(signum: int = signum) -> None:
+                    loop.remove_signal_handler(signum)
+
+                undo.append(remove)
                 continue
         try:
             previous = signal.signal(signum, relay)
         except (ValueError, OSError) as exc:  # not the main thread, or not settable here
             log.debug("stdio: cannot handle signal %s (%s)", signum, exc)
             continue
-        undo.append(lambda signum=signum, previous=previous: signal.signal(signum, previous))
+
+        def restore(signum: int = signum, previous: Any = previous) -> None:
+            signal.signal(signum, previous)
+
+        undo.append(restore)
 
     def uninstall() -> None:
         for step in reversed(undo):
@@ -532,18 +540,18 @@ def options_from_environment(environ: dict[str, str] | None = None) -> dict[str,
     positive; seconds must be finite, 0 or more, and at most a day (``nan``, ``inf`` and
     negative values are refused).
     """
-    environ = os.environ if environ is None else environ
+    variables: Mapping[str, str] = os.environ if environ is None else environ
     options: dict[str, Any] = {}
-    if "MCP_REF_STDIO" in environ:
-        mode = environ["MCP_REF_STDIO"].strip().lower()
+    if "MCP_REF_STDIO" in variables:
+        mode = variables["MCP_REF_STDIO"].strip().lower()
         if mode in STDIO_MODES:
             options["stdio_mode"] = mode
         else:
-            log.error("ignoring MCP_REF_STDIO=%r: choose %s", environ["MCP_REF_STDIO"], ", ".join(STDIO_MODES))
+            log.error("ignoring MCP_REF_STDIO=%r: choose %s", variables["MCP_REF_STDIO"], ", ".join(STDIO_MODES))
     for variable, (name, kind) in ENVIRONMENT_OPTIONS.items():
-        if variable in environ:
+        if variable in variables:
             try:
-                value = kind(environ[variable])
+                value = kind(variables[variable])
                 if kind is float:
                     if not math.isfinite(value) or value < 0 or value > MAX_ENVIRONMENT_SECONDS:
                         raise ValueError(f"must be a number of seconds from 0 to {MAX_ENVIRONMENT_SECONDS:.0f}")
@@ -551,7 +559,7 @@ def options_from_environment(environ: dict[str, str] | None = None) -> dict[str,
                     raise ValueError("must be positive")
                 options[name] = value
             except ValueError as exc:
-                log.error("ignoring %s=%r: %s", variable, environ[variable], exc)
+                log.error("ignoring %s=%r: %s", variable, variables[variable], exc)
     return options
 
 

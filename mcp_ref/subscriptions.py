@@ -113,7 +113,8 @@ class Subscription:
     @property
     def uris(self) -> list[str]:
         """The URIs this stream holds (honoured, each once)."""
-        return self.honoured.get("resourceSubscriptions", [])
+        uris: list[str] = self.honoured.get("resourceSubscriptions", [])
+        return uris
 
     @property
     def lists(self) -> list[str]:

@@ -178,7 +178,7 @@ def _reject_constant(name: str) -> Any:
 # One decoder for the whole process. The C scanner still does the work; parse_constant only runs
 # for NaN/Infinity, which JSON does not allow.
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
-_scan = _decoder.scan_once  # the C scanner itself (see _decode)
+_scan = _decoder.scan_once  # type: ignore[attr-defined]  # the C scanner itself, set by JSONDecoder.__init__ (typeshed omits it)
 def is_valid_id(value: Any) -> bool:
     """MCP request ids are strings or integers; never null, bool or float (basic/index#requests)."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -399,6 +399,7 @@ class WireReader:
 
     def _too_costly(self, request_id: RequestId | None, cost: int) -> BadMessage:
         mib = 1024 * 1024
+        assert self.max_parsed_bytes is not None  # (only a reader with the limit refuses)
         return BadMessage(request_id, InvalidRequest(
             f"Invalid request: the message would take about {-(-cost // mib)} MiB once parsed, more than the "
             f"{self.max_parsed_bytes // mib} MiB one request may hold (it has too many arrays, objects or values)"))

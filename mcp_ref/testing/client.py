@@ -148,7 +148,8 @@ class AsyncClient:
     @property
     def stderr(self) -> str:
         """What a spawned server wrote on stderr so far (empty in process: logs go to ``logging``)."""
-        return self._transport.stderr
+        stderr: str = self._transport.stderr
+        return stderr
 
     @property
     def capabilities(self) -> dict[str, Any]:
@@ -226,14 +227,14 @@ class AsyncClient:
         if pending is None:
             self._problem(f"a response to no request in flight: {json.dumps(message)[:300]}", None)
             return
-        del self._pending[request_id]
+        del self._pending[pending.id]
         if not pending.future.done():
             pending.future.set_result(message)
 
     def _notification(self, message: dict[str, Any]) -> None:
         self.notifications.append(message)
-        params = message.get("params") if isinstance(message.get("params"), dict) else {}
-        meta = params.get("_meta") if isinstance(params.get("_meta"), dict) else {}
+        params: dict[str, Any] = message["params"] if isinstance(message.get("params"), dict) else {}
+        meta: dict[str, Any] = params["_meta"] if isinstance(params.get("_meta"), dict) else {}
         subscription = self._subscriptions.get(meta.get(SUBSCRIPTION_ID)) if SUBSCRIPTION_ID in meta else None
         owners: list[Pending] = []
         if subscription is None and message.get("method") == "notifications/progress":

@@ -106,7 +106,8 @@ class Schemas:
         if kind not in self._documents:
             path = self.paths[kind]
             self._documents[kind] = json.loads(path.read_text(encoding="utf-8")) if path is not None and path.is_file() else None
-        return self._documents[kind]
+        document: dict[str, Any] | None = self._documents[kind]
+        return document
 
     def _validator(self, kind: str, definition: str) -> Any:
         """The validator of ``#/$defs/<definition>``; None without the file, False when the file lacks the definition."""
@@ -117,7 +118,7 @@ class Schemas:
             if document is not None and definition not in document.get("$defs", {}):
                 validator = False
             elif document is not None:
-                import jsonschema
+                import jsonschema  # type: ignore[import-untyped]  # (it ships no type information)
                 import referencing
                 import referencing.jsonschema
 

@@ -52,7 +52,8 @@ class Client(_SyncView):
     def _started_loop(self) -> asyncio.AbstractEventLoop:
         if self._loop is None:
             raise RuntimeError("the client is not started: use `with Client(...) as client:` or call start()")
-        return self._loop
+        loop: asyncio.AbstractEventLoop = self._loop
+        return loop
 
     def _run(self, work: Awaitable[Any]) -> Any:
         return self._started_loop().run_until_complete(work)
