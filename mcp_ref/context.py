@@ -320,7 +320,7 @@ def modern_context(request_id: RequestId, method: str, params: dict[str, Any], s
         emit=link.emit,
         input_responses=input_responses,
     )
-    linked(context, link)
+    context._reserve, context._cancelled, link.context = link.reserve_output, link.cancelled, context  # (linked(), inline)
     if method in MRTR_METHODS and ("inputResponses" in params or "requestState" in params):
         fresh = parse_input_responses(params)
         if "requestState" in params:

@@ -118,7 +118,8 @@ def is_modern(server: Server, request: Request) -> bool:
     answered; anything else is treated as a malformed modern request (and so answered -32602). A
     modern-only server has no legacy era at all.
     """
-    if has_modern_meta(request.params) or server.modern_only:
+    meta = request.params.get("_meta")  # (has_modern_meta, inline: this runs for every request)
+    if server.modern_only or isinstance(meta, dict) and (PROTOCOL_VERSION in meta or CLIENT_CAPABILITIES in meta):
         return True
     return not (request.method in ("initialize", "ping") or server.legacy.active)
 

@@ -450,11 +450,12 @@ class Session:
             log.error("result of %s (id %r) is not JSON-serializable: %s", request.method, clip(request.id), exc)
             why = TOO_MANY_DIGITS if too_many_digits(exc) else "it could not be encoded as JSON"
             parts = response_parts(request.id, InternalError(f"Internal error: the {request.method} result was not sent: {why}"))
+        # The id is the client's to reuse from now on; the line is queued in the same step.
+        self._answered(request.key, entry)
         self.output.write_parts(parts)
         entry.written = True
         if entry.reserved:
             self.release_output(entry)
-        self._answered(request.key, entry)
         await self.output.drain()
 
     async def reserve_output(self, entry: InFlight, nbytes: int) -> None:
