@@ -73,7 +73,8 @@ class RequestContext:
         self.answered: dict[str, dict[str, Any]] = {}  # answers asked for and validated so far
         self._emit = emit
         self._finished = False
-        self._cancelled = False
+        self._cancelled = False  # (a task's own cancellation; a request's is its link's)
+        self._link: RequestLink | None = None  # the request's entry in its session, once linked
         self._last_progress: float | None = None
         self._last_progress_time = 0.0
         self._log_allowance = float(LOG_MESSAGES_PER_SECOND)
@@ -92,7 +93,7 @@ class RequestContext:
     @property
     def cancelled(self) -> bool:
         """True once the client cancelled this request; its result will be discarded."""
-        return self._cancelled
+        return self._cancelled or (self._link is not None and self._link.cancelled)
 
     def _finish(self) -> None:
         self._finished = True
@@ -119,7 +120,7 @@ class RequestContext:
         where progress notifications do not exist, it becomes the task's ``statusMessage``
         (``message``, else "N of M") and is sent to whoever listens for the task.
         """
-        if self._cancelled or (self.progress_token is None and self._task_status is None and not self._task_requested):
+        if self.cancelled or (self.progress_token is None and self._task_status is None and not self._task_requested):
             return False
         if self._last_progress is not None and progress <= self._last_progress:
             log.debug("dropping non-increasing progress %r for request %r", progress, self.request_id)
@@ -155,7 +156,7 @@ class RequestContext:
         if not is_log_level(level):
             raise ValueError(f"unknown log level {level!r}")
         log.log(_PYTHON_LEVEL[level], "%s%s", f"[{logger}] " if logger else "", data)
-        if self.log_level is None or self._finished or self._cancelled or self._task_requested or self._task_id is not None:
+        if self.log_level is None or self._finished or self.cancelled or self._task_requested or self._task_id is not None:
             return False  # (no log notifications for a task either)
         if LOG_LEVEL_RANK[level] < LOG_LEVEL_RANK[self.log_level]:
             return False
@@ -182,7 +183,7 @@ class RequestContext:
         reading, keeps the server's memory bounded; small answers need none. Several calls add up.
         Cancel-safe; without a budget (a context not served by a dispatcher, or a call that is
         already a task, whose result waits in the task store) it returns at once."""
-        if nbytes > 0 and self._reserve is not None and not self._cancelled:
+        if nbytes > 0 and self._reserve is not None and not self.cancelled:
             await self._reserve(nbytes)
 
     # --- tasks (the io.modelcontextprotocol/tasks extension) --------------------------------------
@@ -296,7 +297,7 @@ def linked(context: RequestContext, link: RequestLink) -> RequestContext:
     known to it."""
     context._emit = link.emit
     context._reserve = link.reserve_output
-    context._cancelled = link.cancelled
+    context._link = link
     link.context = context
     return context
 
@@ -320,7 +321,7 @@ def modern_context(request_id: RequestId, method: str, params: dict[str, Any], s
         emit=link.emit,
         input_responses=input_responses,
     )
-    context._reserve, context._cancelled, link.context = link.reserve_output, link.cancelled, context  # (linked(), inline)
+    context._reserve, context._link, link.context = link.reserve_output, link, context  # (linked(), inline)
     if method in MRTR_METHODS and ("inputResponses" in params or "requestState" in params):
         fresh = parse_input_responses(params)
         if "requestState" in params:

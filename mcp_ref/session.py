@@ -187,20 +187,14 @@ class InFlight:
         """The client's cancellation (or shutdown's): the flag is for synchronous handlers (they
         cannot be interrupted, but can poll ``ctx.cancelled``); the task cancellation interrupts
         coroutines at their next await."""
-        self.cancelled = True
-        if self.context is not None:
-            self.context._cancelled = True
+        self.cancelled = True  # (the context reads it: RequestContext.cancelled)
         self.task.cancel()
 
     def emit(self, message: dict[str, Any]) -> None:
         """The request's progress and log notifications, from any thread. One a worker thread
         queued just before the client's cancellation is dropped when its turn comes on the loop,
         never written after it; and as they are optional, the output may shed them."""
-        session = self.session
-        if threading.get_ident() == session.loop_thread:
-            self._send_unless_over(message)
-        else:
-            session.loop.call_soon_threadsafe(self._send_unless_over, message)
+        self.session.on_loop(self._send_unless_over, message)
 
     def _send_unless_over(self, message: dict[str, Any]) -> None:
         # Checked here, on the loop, where the response is written. (No context: the request's
@@ -256,10 +250,15 @@ class Session:
 
     def emit(self, message: dict[str, Any]) -> None:
         """Queue a notification from any thread (synchronous handlers run on the handler pool)."""
+        self.on_loop(self.send, message)
+
+    def on_loop(self, function: Callable[..., None], *args: Any) -> None:
+        """``function(*args)`` on the session's event loop: at once from the loop's thread, else
+        handed over with ``call_soon_threadsafe`` (a synchronous handler's thread, say)."""
         if threading.get_ident() == self.loop_thread:
-            self.send(message)
+            function(*args)
         else:
-            self.loop.call_soon_threadsafe(self.send, message)
+            self.loop.call_soon_threadsafe(function, *args)
 
     def emit_optional(self, message: dict[str, Any]) -> None:
         """Queue a notification the output may shed under backpressure (event-loop thread only)."""

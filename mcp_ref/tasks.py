@@ -45,7 +45,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import threading
 import time
 from collections import OrderedDict
 from dataclasses import dataclass
@@ -463,14 +462,6 @@ def may_become_task(server: Server, request: Request, context: RequestContext, m
     return False
 
 
-def _on_loop(session: Session, function: Callable[..., None], *args: Any) -> None:
-    """Run ``function(*args)`` on the session's loop: now from its thread, else handed over."""
-    if threading.get_ident() == session.loop_thread:
-        function(*args)
-    else:
-        session.loop.call_soon_threadsafe(function, *args)
-
-
 async def call_maybe_as_task(session: Session, handler: Handler, request: Request, context: RequestContext,
                              complete: Callable[[Server, str, dict[str, Any]], dict[str, Any]],
                              error_for: Callable[[BaseException, bool, str], ProtocolError]) -> dict[str, Any]:
@@ -494,7 +485,7 @@ async def call_maybe_as_task(session: Session, handler: Handler, request: Reques
                 status[0] = message
             wanted.set()
 
-        _on_loop(session, on_loop)
+        session.on_loop(on_loop)
 
     context._request_task = request_task
     work: asyncio.Future[dict[str, Any]] | None = None
@@ -535,7 +526,7 @@ def _detach(session: Session, task: Task, context: RequestContext, work: asyncio
 
     def status_of(ctx: RequestContext) -> None:
         def report(message: str) -> None:
-            _on_loop(session, task.set_status_message, message)
+            session.on_loop(task.set_status_message, message)
 
         ctx._task_id, ctx._task_status = task.id, report
         task.context = ctx
