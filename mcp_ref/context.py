@@ -98,6 +98,10 @@ class RequestContext:
     def _finish(self) -> None:
         self._finished = True
 
+    def _is_finished(self) -> bool:
+        """Is the request answered (or over)? Then no progress or log notification may follow."""
+        return self._finished or (self._link is not None and self._link.finished)
+
     def carry_progress_from(self, previous: RequestContext) -> None:
         """The same request run again (a legacy client answered its questions): progress values
         go on increasing from where the previous run left them."""
@@ -137,7 +141,7 @@ class RequestContext:
             else:  # becoming a task: this is its first status message
                 self._request_task(status)  # type: ignore[misc]
             return True
-        if self._finished:
+        if self._is_finished():
             return False
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
@@ -156,7 +160,7 @@ class RequestContext:
         if not is_log_level(level):
             raise ValueError(f"unknown log level {level!r}")
         log.log(_PYTHON_LEVEL[level], "%s%s", f"[{logger}] " if logger else "", data)
-        if self.log_level is None or self._finished or self.cancelled or self._task_requested or self._task_id is not None:
+        if self.log_level is None or self._is_finished() or self.cancelled or self._task_requested or self._task_id is not None:
             return False  # (no log notifications for a task either)
         if LOG_LEVEL_RANK[level] < LOG_LEVEL_RANK[self.log_level]:
             return False
@@ -286,6 +290,7 @@ class RequestLink(Protocol):
 
     context: RequestContext | None
     cancelled: bool
+    finished: bool  # the request is answered (or over): nothing more may be reported for it
 
     def emit(self, message: dict[str, Any]) -> None: ...
 

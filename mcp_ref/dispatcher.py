@@ -185,6 +185,7 @@ async def _run(session: Session, request: Request, entry: InFlight, modern: bool
     """Route, build the context, run the handler (within the concurrency bound), shape the result."""
     server, method, params = session.server, request.method, request.params
     handler = route(server, method, params, modern)
+    entry.finished = False  # (a legacy request runs again after its client answered)
     if modern:
         context = modern_context(request.id, method, params, server, entry)
     else:
@@ -204,7 +205,7 @@ async def _run(session: Session, request: Request, entry: InFlight, modern: bool
             async with session.slots:
                 result = await handler(server, context, params)
     finally:
-        context._finish()  # no progress or log notification may follow the response
+        entry.finished = True  # no progress or log notification may follow the response
     if modern:
         return complete(server, method, result)
     return legacy.shape_result(server, method, result)
@@ -220,10 +221,8 @@ def complete(server: Server, method: str, result: dict[str, Any]) -> dict[str, A
     return result
 
 
-def check_input_required(method: str, context: RequestContext | None, needed: InputRequired) -> None:
+def check_input_required(method: str, needed: InputRequired) -> None:
     """What both eras check of a handler's ``InputRequired`` before anything is sent (-32603)."""
-    if context is not None:
-        context._finish()
     if method not in MRTR_METHODS:
         log.error("a %s handler asked for client input, which only tools/call, prompts/get and resources/read may do", method)
         raise InternalError(f"Internal error: {method} cannot ask the client for input")
@@ -238,7 +237,7 @@ def check_input_required(method: str, context: RequestContext | None, needed: In
 def input_required_result(server: Server, request: Request, entry: InFlight, needed: InputRequired) -> dict[str, Any]:
     """Turn a handler's ``InputRequired`` into an ``InputRequiredResult`` (or the error that replaces it)."""
     method = request.method
-    check_input_required(method, entry.context, needed)
+    check_input_required(method, needed)
     assert entry.context is not None
     check_client_can_answer(needed.requests, entry.context.client_capabilities)
     result: dict[str, Any] = {"resultType": "input_required"}

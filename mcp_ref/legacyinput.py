@@ -67,7 +67,7 @@ async def ask_client(session: Session, request: Request, entry: InFlight, needed
     from .dispatcher import check_input_required
 
     method = request.method
-    check_input_required(method, entry.context, needed)
+    check_input_required(method, needed)
     legacy = session.server.legacy
     version = legacy.version or ""
     missing = sorted(

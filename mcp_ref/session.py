@@ -172,7 +172,7 @@ def as_output(sink: Output | LineSink) -> Output:
 class InFlight:
     """A request being served: its task, its context once built, and what its answer holds."""
 
-    __slots__ = ("request", "session", "task", "context", "cancelled", "reserved", "written")
+    __slots__ = ("request", "session", "task", "context", "cancelled", "finished", "reserved", "written")
 
     def __init__(self, request: Request, session: Session) -> None:
         self.request = request  # (its cost is counted in Session.in_flight_cost while the task lives)
@@ -180,6 +180,7 @@ class InFlight:
         self.task: asyncio.Task[None]
         self.context: RequestContext | None = None
         self.cancelled = False
+        self.finished = False  # the handler is done: no notification may follow (set by the dispatcher)
         self.reserved = 0  # bytes held on the output budget for its answer (reserve_output)
         self.written = False  # its answer is queued: nothing more of it to budget
 
@@ -200,7 +201,7 @@ class InFlight:
         # Checked here, on the loop, where the response is written. (No context: the request's
         # task is over, see Session._finished.)
         context = self.context
-        if self.cancelled or context is None or context._finished or context.task_id is not None:
+        if self.cancelled or self.finished or context is None or context.task_id is not None:
             return
         self.session.output.write_optional(encode_message(message))
 
