@@ -8,7 +8,9 @@ the engine's CPU time has caught up.
 
 from __future__ import annotations
 
+import os
 import signal
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -17,7 +19,7 @@ import pytest
 
 from mcp_ref_fs import grep
 from tests.fs.conftest import fs_command
-from tests.wire import ServerProcess, result_of, tool_call
+from tests.wire import ServerProcess, modern_request, result_of, tool_call
 
 try:
     import re2  # noqa: F401
@@ -30,6 +32,12 @@ needs_re2 = pytest.mark.skipif(not HAVE_RE2, reason="google-re2 is not installed
 
 def _grep(server: ServerProcess, request_id: int, root: Path, pattern: str, timeout: float) -> dict[str, Any]:
     return result_of(server.request(tool_call(request_id, "grep_files", {"path": str(root), "pattern": pattern}), timeout=timeout))
+
+
+def _cpu_seconds(pid: int) -> float:
+    """The CPU time (user + system) process ``pid`` has used, from /proc."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def _notes(result: dict[str, Any]) -> str:
@@ -59,6 +67,7 @@ def test_a_catastrophic_pattern_is_answered_within_seconds_under_the_default_lim
 
 
 @pytest.mark.req("FS-SEARCH-TIME-LIMIT")
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads the server's CPU time from /proc (Linux)")
 def test_the_time_limit_is_wall_clock_time_even_for_a_stopped_process(tmp_path: Path) -> None:
     # One backtracking search that would run past --search-seconds (its allowance on 30 MiB of
     # text is 4 s of engine time). The process is stopped for 4 s: the engine's clock (CPU time)
@@ -66,8 +75,15 @@ def test_the_time_limit_is_wall_clock_time_even_for_a_stopped_process(tmp_path: 
     # used to come once the engine had used its 4 s of CPU: 3.5 s or more after resuming.
     (tmp_path / "big.txt").write_bytes(b"a" * (30 * 1024 * 1024) + b"\n")
     with ServerProcess(fs_command(tmp_path, options=("--search-seconds", "4")), env={"MCP_REF_FS_GREP": "regex"}) as server:
+        server.request(modern_request(0, "ping"))  # serving: the grep is read as soon as it is sent
+        busy = _cpu_seconds(server.pid)
         server.send(tool_call(1, "grep_files", {"path": str(tmp_path), "pattern": "(a+)+(?=c)"}))
-        time.sleep(0.5)  # the stop must fall inside the search; not a synchronisation
+        # The stop must fall inside the search: wait until the server has spent half a second of
+        # CPU on it (reading 30 MiB takes a few ms; the rest is the engine), however busy the machine.
+        deadline = time.monotonic() + 60
+        while _cpu_seconds(server.pid) - busy < 0.5:
+            assert time.monotonic() < deadline, "the search did not start within 60 s"
+            time.sleep(0.01)
         server.signal(signal.SIGSTOP)
         time.sleep(4.0)  # the stop itself is the condition under test
         server.signal(signal.SIGCONT)
