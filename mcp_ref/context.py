@@ -16,6 +16,7 @@ from .errors import InvalidParams, UnsupportedProtocolVersion
 from .meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, LOG_LEVEL_RANK, LOG_LEVELS, PROGRESS_TOKEN, PROTOCOL_VERSION, client_has_capability, is_log_level
 from .mrtr import MRTR_METHODS, InputRequired, parse_input_responses, validate_input_response
 from .versions import MODERN_VERSIONS
+from .wire import notification
 
 if TYPE_CHECKING:
     from .server import Server
@@ -149,7 +150,7 @@ class RequestContext:
         if message is not None:
             params["message"] = message
         self._last_progress, self._last_progress_time = progress, now
-        self._emit({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        self._emit(notification("notifications/progress", params))
         return True
 
     def log(self, level: str, data: Any, logger: str | None = None) -> bool:
@@ -173,7 +174,7 @@ class RequestContext:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        self._emit({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+        self._emit(notification("notifications/message", params))
         return True
 
     # --- large answers ------------------------------------------------------------------------------

@@ -33,6 +33,8 @@ import logging
 from typing import Any, Callable
 
 from .errors import clip
+from .wire import CANCELLED, notification
+from .wire import request as request_message
 
 log = logging.getLogger("mcp_ref")
 
@@ -63,7 +65,7 @@ class Outgoing:
         self._pending[request_id] = future
         self.waiting += 1
         try:
-            self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            self._send(request_message(request_id, method, params))
             try:
                 return await asyncio.wait_for(future, timeout)
             except TimeoutError:
@@ -79,7 +81,7 @@ class Outgoing:
 
     def _cancel_at_client(self, request_id: str, reason: str) -> None:
         try:
-            self._send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id, "reason": reason}})
+            self._send(notification(CANCELLED, {"requestId": request_id, "reason": reason}))
         except Exception:  # pragma: no cover - the sink never raises; a lost stdout ends the session anyway
             log.debug("could not send notifications/cancelled for %s", request_id)
 

@@ -40,6 +40,7 @@ from .tasks import TASKS_EXTENSION, TaskSettings, TaskStore
 from .tools import Tool
 from .versions import initialize_versions, supported_versions
 from .watch import WatchHooks, WatchSet
+from .wire import notification
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -428,7 +429,7 @@ class Server:
             return
         self.subscriptions.resource_updated(uri)
         if self.legacy.active and uri in self.legacy.subscribed_uris:
-            self._emit({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+            self._emit(notification("notifications/resources/updated", {"uri": uri}))
 
     def _list_changed(self, kind: str) -> None:
         self._registry_changed()
@@ -440,7 +441,7 @@ class Server:
             return
         self.subscriptions.list_changed(kind)
         if self.legacy.active:
-            self._emit({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
+            self._emit(notification(f"notifications/{kind}/list_changed"))
 
     def _on_loop(self, function: Callable[..., None], *args: Any) -> None:
         # Subscriptions are the event loop's: fan out there, whichever thread announced the change.

@@ -33,6 +33,7 @@ from .errors import InternalError, InvalidParams, clip
 from .meta import SUBSCRIPTION_ID
 from .resources import MAX_URI_LENGTH
 from .tasks import client_supports_tasks, missing_tasks_extension
+from .wire import notification
 
 if TYPE_CHECKING:
     from .context import RequestContext
@@ -220,7 +221,7 @@ class SubscriptionHub:
         if emit is None:
             return
         params = {"_meta": {SUBSCRIPTION_ID: subscription.id}, **params}
-        emit({"jsonrpc": "2.0", "method": method, "params": params})
+        emit(notification(method, params))
 
 
 def _release(counts: Counter[str], keys: list[str]) -> None:

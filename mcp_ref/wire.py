@@ -589,6 +589,11 @@ def error_response(request_id: RequestId | None, error: ProtocolError) -> dict[s
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_error()}
 
 
+def request(request_id: RequestId, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-RPC request from the server (to initialize-era clients only: ``outgoing``)."""
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
 def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """A JSON-RPC notification from the server."""
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
