@@ -140,7 +140,7 @@ async def answer(session: Session, request: Request, entry: InFlight) -> dict[st
         except InputRequired as needed:
             try:
                 if rounds is None:
-                    return input_required_result(session.server, request, entry, needed)
+                    return input_required_result(session.server, request, entry, needed, session.reader.max_line_bytes)
                 answered = await legacyinput.ask_client(session, request, entry, needed, rounds)
                 if answered is None:
                     continue  # the client answered: run the handler again
@@ -234,8 +234,9 @@ def check_input_required(method: str, needed: InputRequired) -> None:
             raise InternalError(f"Internal error: {method} built a malformed input request") from None
 
 
-def input_required_result(server: Server, request: Request, entry: InFlight, needed: InputRequired) -> dict[str, Any]:
-    """Turn a handler's ``InputRequired`` into an ``InputRequiredResult`` (or the error that replaces it)."""
+def input_required_result(server: Server, request: Request, entry: InFlight, needed: InputRequired, max_line_bytes: int) -> dict[str, Any]:
+    """Turn a handler's ``InputRequired`` into an ``InputRequiredResult`` (or the error that replaces
+    it): a ``requestState`` the client could not send back within ``max_line_bytes`` is never issued."""
     method = request.method
     check_input_required(method, needed)
     assert entry.context is not None
@@ -245,7 +246,7 @@ def input_required_result(server: Server, request: Request, entry: InFlight, nee
         result["inputRequests"] = needed.requests
     # Answers asked for and accepted so far ride along, so later rounds never ask for them
     # again; keys nobody asked for are not carried.
-    result["requestState"] = server.sealer.seal(method, request.params, needed.state, entry.context.answered)
+    result["requestState"] = server.sealer.seal(method, request.params, needed.state, entry.context.answered, max_line_bytes=max_line_bytes)
     result["_meta"] = {SERVER_INFO: server.info}
     return result
 

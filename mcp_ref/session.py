@@ -240,7 +240,6 @@ class Session:
         self.on_input_wanted: Callable[[], None] | None = None  # the transport's: look at wants_input again
         self._changed = asyncio.Event()  # set whenever room may have appeared (see serve_held_input)
         self.outgoing = Outgoing(self.send)  # requests to initialize-era clients only
-        server.sealer.max_line_bytes = max_line_bytes  # a requestState the client could not send back is never issued
         server.bind(self.emit, self.emit_optional)
 
     # --- output -------------------------------------------------------------------------------
