@@ -2,13 +2,17 @@
 stdio transport and server dispatcher, serving legacy (initialize-era) clients too.
 
 Reading order for a newcomer, following one message from stdin to stdout:
-``wire`` (framing, JSON-RPC; ``idscan``: the id of a line refused unparsed) -> ``stdio``
-(asyncio transport; ``stderr``: logs that never block) -> ``dispatcher`` (eras, routing, errors;
-``control``: the control lane) -> ``meta`` / ``versions`` -> the feature
-modules (``discover``, ``tools``, ``resources``, ``prompts``, ``completion``, ``pagination``,
-``subscriptions`` + ``watch``, ``mrtr`` + ``requeststate``, ``sealing`` (the one HMAC, for
-request state and cursors), ``legacy`` + ``outgoing`` (server-to-client requests, for
-initialize-era clients only), ``tasks`` (the tasks extension), ``ratelimit``) -> ``server`` (the API).
+``stdio`` (the asyncio shell: reads stdin, serves signals and shutdown; ``stdout``: the single
+writer; ``stderr``: logs that never block) -> ``session`` (one connection: held input, budgets,
+requests in flight, cancellation) -> ``wire`` (framing, JSON-RPC; ``idscan``: the id of a line
+refused unparsed; ``fastjson`` and ``splice``: the encoder's speed-ups) -> ``dispatcher`` (one
+request: era, routing, context, result, errors; ``control``: the control lane) -> ``context`` /
+``meta`` / ``versions`` -> the feature modules (``discover``, ``tools``, ``resources``,
+``prompts``, ``completion``, ``pagination``, ``subscriptions`` + ``watch``, ``mrtr`` +
+``requeststate``, ``sealing`` (the one HMAC, for request state and cursors), ``legacy`` +
+``legacyinput`` + ``outgoing`` (server-to-client requests, for initialize-era clients only),
+``tasks`` (the tasks extension), ``ratelimit``) -> ``server`` (the API). The author's kit:
+``testing`` (a client for tests), ``typed`` (typed tools), ``request`` (request lines for a shell).
 """
 
 from __future__ import annotations

@@ -162,6 +162,7 @@ class WriterThread:
                     if self._stopped:
                         return
                     batch, self._batch = self._batch, None
+                assert batch is not None  # (the wait above ends only with a batch, or stopped)
                 if not self._write_batch(batch):
                     return
         finally:

@@ -11,6 +11,8 @@ import base64
 import re
 from typing import Any
 
+from .splice import Encoded, Marked, encoded_base64
+
 Content = dict[str, Any]
 
 
@@ -23,38 +25,23 @@ def with_optional(item: dict[str, Any], **optional: Any) -> dict[str, Any]:
 
 
 def text(value: str, *, annotations: dict[str, Any] | None = None) -> Content:
-    """A ``text`` content block."""
-    return with_optional({"type": "text", "text": value}, annotations=annotations)
-
-
-class _Encoded(dict):  # type: ignore[type-arg]
-    """A block or resource contents built by the helpers below. It remembers the base64 text it
-    encoded (``encoded``, also as the ASCII bytes ``b64encode`` made, ``encoded_ascii``): as long
-    as that very string is still in place, checking the block need not scan megabytes of base64
-    again, and ``wire.encode_message`` can put the bytes on the line without escaping or copying
-    them first."""
-
-    __slots__ = ("encoded", "encoded_ascii")
-
-
-def _encoded(field: str, data: bytes, **items: Any) -> Content:
-    """A dict of ``items`` with ``data`` base64-encoded into ``field``, marked as encoded here."""
-    block = _Encoded(items)
-    block.encoded_ascii = base64.b64encode(data)
-    block[field] = block.encoded = block.encoded_ascii.decode("ascii")
+    """A ``text`` content block. (Marked for ``mcp_ref.splice``: a large text goes on the line uncopied.)"""
+    block = Marked(type="text", text=value)
+    block.size = len(value)
+    if annotations is not None:
+        block["annotations"] = annotations
     return block
 
 
-def encoded_base64(item: Any) -> tuple[str, bytes] | None:
-    """``(field, its base64 text as ASCII bytes)`` when a helper of this module encoded ``item``'s
-    ``data`` or ``blob`` and that very text is still in place; else None (built by hand, or changed)."""
-    encoded = getattr(item, "encoded", None)
-    if encoded is None:
-        return None
-    for field in ("data", "blob"):
-        if item.get(field) is encoded:
-            return field, item.encoded_ascii
-    return None
+def _encoded(field: str, data: bytes, **items: Any) -> Content:
+    """A dict of ``items`` with ``data`` base64-encoded into ``field``, marked as encoded here
+    (``splice.Encoded``: checking it need not scan the base64 again, and the line carries the
+    bytes ``b64encode`` made)."""
+    block = Encoded(items)
+    block.encoded_ascii = base64.b64encode(data)
+    block[field] = block.encoded = block.encoded_ascii.decode("ascii")
+    block.size = len(block.encoded)
+    return block
 
 
 def image(data: bytes, mime_type: str, *, annotations: dict[str, Any] | None = None) -> Content:
@@ -73,7 +60,9 @@ def audio(data: bytes, mime_type: str, *, annotations: dict[str, Any] | None = N
 
 def text_resource(uri: str, value: str, mime_type: str | None = "text/plain", **extra: Any) -> Content:
     """Text resource contents (``TextResourceContents``)."""
-    return with_optional({"uri": uri, "text": value}, mimeType=mime_type, **extra)
+    contents = Marked(uri=uri, text=value)
+    contents.size = len(value)
+    return with_optional(contents, mimeType=mime_type, **extra)
 
 
 def blob_resource(uri: str, data: bytes, mime_type: str | None = "application/octet-stream", **extra: Any) -> Content:
@@ -83,7 +72,9 @@ def blob_resource(uri: str, data: bytes, mime_type: str | None = "application/oc
 
 def embedded_resource(contents: Content, *, annotations: dict[str, Any] | None = None) -> Content:
     """A ``resource`` content block embedding text or blob resource contents."""
-    return with_optional({"type": "resource", "resource": contents}, annotations=annotations)
+    block = Marked(type="resource", resource=contents)
+    block.size = contents.size if isinstance(contents, Marked) else 0
+    return with_optional(block, annotations=annotations)
 
 
 def resource_link(uri: str, name: str, **extra: Any) -> Content:

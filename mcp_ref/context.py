@@ -10,12 +10,16 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping
+from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple, Protocol
 
-from .meta import LOG_LEVEL_RANK, client_has_capability, is_log_level
-from .mrtr import InputRequired, validate_input_response
+from .errors import InvalidParams, UnsupportedProtocolVersion
+from .meta import CLIENT_CAPABILITIES, CLIENT_INFO, LOG_LEVEL, LOG_LEVEL_RANK, LOG_LEVELS, PROGRESS_TOKEN, PROTOCOL_VERSION, client_has_capability, is_log_level
+from .mrtr import MRTR_METHODS, InputRequired, parse_input_responses, validate_input_response
+from .versions import MODERN_VERSIONS
+from .wire import notification
 
 if TYPE_CHECKING:
+    from .server import Server
     from .wire import RequestId
 
 log = logging.getLogger("mcp_ref.requests")
@@ -70,7 +74,8 @@ class RequestContext:
         self.answered: dict[str, dict[str, Any]] = {}  # answers asked for and validated so far
         self._emit = emit
         self._finished = False
-        self._cancelled = False
+        self._cancelled = False  # (a task's own cancellation; a request's is its link's)
+        self._link: RequestLink | None = None  # the request's entry in its session, once linked
         self._last_progress: float | None = None
         self._last_progress_time = 0.0
         self._log_allowance = float(LOG_MESSAGES_PER_SECOND)
@@ -89,10 +94,20 @@ class RequestContext:
     @property
     def cancelled(self) -> bool:
         """True once the client cancelled this request; its result will be discarded."""
-        return self._cancelled
+        return self._cancelled or (self._link is not None and self._link.cancelled)
 
     def _finish(self) -> None:
         self._finished = True
+
+    def _is_finished(self) -> bool:
+        """Is the request answered (or over)? Then no progress or log notification may follow."""
+        return self._finished or (self._link is not None and self._link.finished)
+
+    def carry_progress_from(self, previous: RequestContext) -> None:
+        """The same request run again (a legacy client answered its questions): progress values
+        go on increasing from where the previous run left them."""
+        self._last_progress = previous._last_progress
+        self._last_progress_time = previous._last_progress_time
 
     # --- capabilities ------------------------------------------------------------------------------
 
@@ -110,7 +125,7 @@ class RequestContext:
         where progress notifications do not exist, it becomes the task's ``statusMessage``
         (``message``, else "N of M") and is sent to whoever listens for the task.
         """
-        if self._cancelled or (self.progress_token is None and self._task_status is None and not self._task_requested):
+        if self.cancelled or (self.progress_token is None and self._task_status is None and not self._task_requested):
             return False
         if self._last_progress is not None and progress <= self._last_progress:
             log.debug("dropping non-increasing progress %r for request %r", progress, self.request_id)
@@ -127,7 +142,7 @@ class RequestContext:
             else:  # becoming a task: this is its first status message
                 self._request_task(status)  # type: ignore[misc]
             return True
-        if self._finished:
+        if self._is_finished():
             return False
         params: dict[str, Any] = {"progressToken": self.progress_token, "progress": progress}
         if total is not None:
@@ -135,7 +150,7 @@ class RequestContext:
         if message is not None:
             params["message"] = message
         self._last_progress, self._last_progress_time = progress, now
-        self._emit({"jsonrpc": "2.0", "method": "notifications/progress", "params": params})
+        self._emit(notification("notifications/progress", params))
         return True
 
     def log(self, level: str, data: Any, logger: str | None = None) -> bool:
@@ -146,7 +161,7 @@ class RequestContext:
         if not is_log_level(level):
             raise ValueError(f"unknown log level {level!r}")
         log.log(_PYTHON_LEVEL[level], "%s%s", f"[{logger}] " if logger else "", data)
-        if self.log_level is None or self._finished or self._cancelled or self._task_requested or self._task_id is not None:
+        if self.log_level is None or self._is_finished() or self.cancelled or self._task_requested or self._task_id is not None:
             return False  # (no log notifications for a task either)
         if LOG_LEVEL_RANK[level] < LOG_LEVEL_RANK[self.log_level]:
             return False
@@ -159,7 +174,7 @@ class RequestContext:
         params: dict[str, Any] = {"level": level, "data": data}
         if logger is not None:
             params["logger"] = logger
-        self._emit({"jsonrpc": "2.0", "method": "notifications/message", "params": params})
+        self._emit(notification("notifications/message", params))
         return True
 
     # --- large answers ------------------------------------------------------------------------------
@@ -173,7 +188,7 @@ class RequestContext:
         reading, keeps the server's memory bounded; small answers need none. Several calls add up.
         Cancel-safe; without a budget (a context not served by a dispatcher, or a call that is
         already a task, whose result waits in the task store) it returns at once."""
-        if nbytes > 0 and self._reserve is not None and not self._cancelled:
+        if nbytes > 0 and self._reserve is not None and not self.cancelled:
             await self._reserve(nbytes)
 
     # --- tasks (the io.modelcontextprotocol/tasks extension) --------------------------------------
@@ -227,3 +242,109 @@ class RequestContext:
         if missing:
             raise InputRequired(missing, state=state)
         return answers
+
+
+# --- a modern request's context, from its own _meta ------------------------------------------------
+
+
+class RequestMeta(NamedTuple):
+    """What one request says about its client. Built fresh for every request."""
+
+    protocol_version: str
+    client_capabilities: dict[str, Any]
+    client_info: dict[str, Any] | None = None
+    log_level: str | None = None
+    progress_token: str | int | None = None
+
+
+def parse_request_meta(params: dict[str, Any], advertised_versions: list[str], initialize_versions: list[str] | None = None) -> RequestMeta:
+    """Validate the modern ``_meta`` of a request (basic/index#meta).
+
+    Raises ``InvalidParams`` (-32602) when a required key is missing or mistyped, and
+    ``UnsupportedProtocolVersion`` (-32022) when the version is well formed but not served
+    (naming ``advertised_versions`` as supported, and any ``initialize_versions`` apart).
+    """
+    meta = params.get("_meta")
+    if not isinstance(meta, dict):
+        raise InvalidParams(f"Missing params._meta: every request must carry {PROTOCOL_VERSION} and {CLIENT_CAPABILITIES}")
+    version = meta.get(PROTOCOL_VERSION)
+    if not isinstance(version, str):
+        raise InvalidParams(f"params._meta[{PROTOCOL_VERSION!r}] is required and must be a string")
+    capabilities = meta.get(CLIENT_CAPABILITIES)
+    if not isinstance(capabilities, dict):
+        raise InvalidParams(f"params._meta[{CLIENT_CAPABILITIES!r}] is required and must be an object")
+    if version not in MODERN_VERSIONS:
+        # Legacy versions are served only through ``initialize``, never in a modern ``_meta``.
+        raise UnsupportedProtocolVersion(version, advertised_versions, initialize_versions=initialize_versions)
+    client_info = meta.get(CLIENT_INFO)
+    if client_info is not None and not isinstance(client_info, dict):
+        raise InvalidParams(f"params._meta[{CLIENT_INFO!r}] must be an object")
+    log_level = meta.get(LOG_LEVEL)
+    if LOG_LEVEL in meta and not is_log_level(log_level):
+        raise InvalidParams(f"params._meta[{LOG_LEVEL!r}] must be one of: {', '.join(LOG_LEVELS)}")
+    token = parse_progress_token(meta) if PROGRESS_TOKEN in meta else None
+    return RequestMeta(version, capabilities, client_info, log_level, token)
+
+
+class RequestLink(Protocol):
+    """What a context reports through: the request's entry in its session (``session.InFlight``)."""
+
+    context: RequestContext | None
+    cancelled: bool
+    finished: bool  # the request is answered (or over): nothing more may be reported for it
+
+    def emit(self, message: dict[str, Any]) -> None: ...
+
+    async def reserve_output(self, nbytes: int) -> None: ...
+
+
+def linked(context: RequestContext, link: RequestLink) -> RequestContext:
+    """``context``, reporting through ``link`` (its progress, its logs, its reserved output), and
+    known to it."""
+    context._emit = link.emit
+    context._reserve = link.reserve_output
+    context._link = link
+    link.context = context
+    return context
+
+
+def modern_context(request_id: RequestId, method: str, params: dict[str, Any], server: Server, link: RequestLink) -> RequestContext:
+    """Everything a 2026-07-28 request says about its client, checked: its ``_meta``
+    (``parse_request_meta``) and, for ``tools/call``, ``prompts/get`` and ``resources/read``, its
+    input responses and sealed ``requestState`` (basic/patterns/mrtr). Nothing is remembered
+    between requests."""
+    meta = parse_request_meta(params, server.supported_versions, server.initialize_versions)
+    input_responses: dict[str, Any] = {}
+    context = RequestContext(
+        request_id=request_id,
+        method=method,
+        era="modern",
+        protocol_version=meta.protocol_version,
+        client_capabilities=meta.client_capabilities,
+        client_info=meta.client_info,
+        log_level=meta.log_level if server.log_messages else None,
+        progress_token=meta.progress_token,
+        emit=link.emit,
+        input_responses=input_responses,
+    )
+    context._reserve, context._link, link.context = link.reserve_output, link, context  # (linked(), inline)
+    if method in MRTR_METHODS and ("inputResponses" in params or "requestState" in params):
+        fresh = parse_input_responses(params)
+        if "requestState" in params:
+            opened = server.sealer.open(params["requestState"], method, params)  # -32602 if forged
+            context.state = opened.state
+            input_responses.update(opened.answered)
+        input_responses.update(fresh)  # this round's answers win over carried ones
+    return context
+
+
+def parse_progress_token(meta: Any) -> str | int | None:
+    """The request's progress token, if it asked for progress (basic/patterns/progress)."""
+    if not isinstance(meta, dict):
+        return None
+    token = meta.get(PROGRESS_TOKEN)
+    if isinstance(token, str) or (isinstance(token, int) and not isinstance(token, bool)):
+        return token
+    if token is not None:
+        raise InvalidParams("params._meta.progressToken must be a string or integer")
+    return None

@@ -10,9 +10,9 @@ long; they share ``max_concurrency`` handler slots, and a flood of them is held 
 transport's budgets, unread. Everything else a client sends is bookkeeping the library answers
 at once from its own state: the health check (``ping``, ``server/discover``), the lists, the
 tasks extension's ``tasks/*`` and, in the legacy era, ``initialize``. Those are the **control
-lane** (``CONTROL_LANE``). They take no handler slot (``Dispatcher._run``), and while input is
-held back the transport takes them out of it, ahead of their turn (``StdioSession._take_ahead``
-asks ``Dispatcher.may_overtake``, which applies ``OVERTAKING``), at most ``CONTROL_LANE_LIMIT``
+lane** (``CONTROL_LANE``). They take no handler slot (``dispatcher._run``), and while input is
+held back the transport takes them out of it, ahead of their turn (``Session._take_ahead``
+asks ``Session.may_overtake``, which applies ``OVERTAKING``), at most ``CONTROL_LANE_LIMIT``
 at a time; cancellations of requests in flight overtake the same way. So a host's health check
 is answered in milliseconds whatever the backlog, and memory stays bounded: only small lines
 (``wire.AHEAD_MAX_BYTES``) overtake, and none while the client leaves its answers unread.

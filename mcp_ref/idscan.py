@@ -131,7 +131,7 @@ class IdScanner:
                 self._state = _FAILED
                 return
             position = self._step(data, position, end)
-        if self._state == _DONE and self._re.whitespace.match(data, position, end).end() < end:
+        if self._state == _DONE and _match_end(self._re.whitespace, data, position, end) < end:
             self._state = _FAILED  # something follows the object: not one JSON value
 
     def result(self) -> RequestId | None:
@@ -152,13 +152,13 @@ class IdScanner:
         if state in (_IN_KEY, _IN_STRING):
             return self._string(data, position, end)
         if state == _IN_SCALAR:
-            stop = self._re.scalar.match(data, position, end).end()
+            stop = _match_end(self._re.scalar, data, position, end)
             self._keep(data, position, stop)
             if stop < end:
                 self._member_value(self._integer())
                 self._state = _AFTER_VALUE
             return stop
-        position = self._re.whitespace.match(data, position, end).end()
+        position = _match_end(self._re.whitespace, data, position, end)
         if position == end:
             return position
         byte = data[position]
@@ -166,7 +166,7 @@ class IdScanner:
             self._state = _KEY if byte == _OPEN_BRACE else _FAILED
             return position + 1
         if state == _KEY:
-            stop = self._re.members.match(data, position, end).end()
+            stop = _match_end(self._re.members, data, position, end)
             if stop > position:
                 return stop  # plain members skipped; the next one is looked at in the next step
             if byte == _QUOTE:
@@ -217,7 +217,7 @@ class IdScanner:
             position += 1  # the byte a lone backslash at the end of the last chunk escapes
             if position >= end:
                 return end, False
-        stop = self._re.string_body.match(data, position, end).end()
+        stop = _match_end(self._re.string_body, data, position, end)
         if stop == end:
             return end, False
         if data[stop] == _QUOTE:
@@ -231,7 +231,7 @@ class IdScanner:
             stop, closed = self._string_end(data, position, end)
             self._in_string = not closed
             return stop
-        stop = self._re.skip.match(data, position, end).end()
+        stop = _match_end(self._re.skip, data, position, end)
         if stop == end:
             return stop
         byte = data[stop]
@@ -297,3 +297,10 @@ def request_id_of(line: bytes | bytearray | memoryview, start: int = 0, end: int
     scanner = IdScanner()
     scanner.feed(line, start, end)
     return scanner.result()
+
+
+def _match_end(pattern: re.Pattern[bytes], data: Any, position: int, end: int) -> int:
+    """Where ``pattern`` stops matching at ``position`` (its patterns all match the empty string)."""
+    match = pattern.match(data, position, end)
+    assert match is not None
+    return match.end()

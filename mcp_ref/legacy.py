@@ -45,8 +45,10 @@ from .subscriptions import check_room_for_uris, check_uri_length
 from .versions import negotiate_legacy_version
 
 if TYPE_CHECKING:
-    from .context import RequestContext
+    from .context import RequestContext, RequestLink
+    from .legacyinput import LegacyRounds
     from .server import Server
+    from .wire import Request
 
 LEGACY_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 
@@ -82,7 +84,7 @@ async def initialize(server: Server, ctx: RequestContext, params: dict[str, Any]
     session.client_capabilities = capabilities
     session.client_info = client_info if isinstance(client_info, dict) else None
     session.listed = set()  # a new session has fetched no list yet
-    server._watch_changed()
+    server.watch_changed()
     result: dict[str, Any] = {
         "protocolVersion": session.version,
         "capabilities": server.capabilities(era="legacy"),
@@ -116,14 +118,14 @@ async def subscribe(server: Server, ctx: RequestContext, params: dict[str, Any])
     if uri not in server.legacy.subscribed_uris:
         check_room_for_uris(server, 1)
         server.legacy.subscribed_uris.add(uri)
-        server._watch_changed()
+        server.watch_changed()
     return {}
 
 
 async def unsubscribe(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``resources/unsubscribe``."""
     server.legacy.subscribed_uris.discard(_uri(params))
-    server._watch_changed()
+    server.watch_changed()
     return {}
 
 
@@ -196,3 +198,41 @@ def _downgrade_block(block: dict[str, Any], version: str) -> dict[str, Any]:
     if kind == "audio" and version < "2025-03-26":
         return {"type": "text", "text": f"[audio content ({block.get('mimeType')}) not supported by protocol {version}]"}
     return block
+
+
+# --- serving one legacy request (the dispatcher's legacy side) -----------------------------------
+
+# The list a legacy client fetched with each list method: its changes are watched from then on.
+LISTED_KIND = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resources"}
+
+
+def legacy_context(server: Server, request: Request, link: RequestLink, rounds: LegacyRounds | None = None) -> RequestContext:
+    """A legacy request's client is the one the ``initialize`` handshake described; on a re-run
+    (``legacyinput``), the answers its client gave so far and the handler's state come along."""
+    from .context import RequestContext, linked, parse_progress_token
+
+    session = server.legacy
+    context = RequestContext(
+        request_id=request.id,
+        method=request.method,
+        era="legacy",
+        protocol_version=session.version or "",
+        client_capabilities=session.client_capabilities,
+        client_info=session.client_info,
+        log_level=session.log_level,
+        progress_token=parse_progress_token(request.params.get("_meta")),
+        emit=link.emit,
+    )
+    if rounds is not None:
+        rounds.carry_into(context)
+    return linked(context, link)
+
+
+def shape_result(server: Server, method: str, result: dict[str, Any]) -> dict[str, Any]:
+    """A legacy request's result, for its negotiated version; a list the client fetched for the
+    first time is worth watching from now on (see ``Server.on_watch``)."""
+    kind = LISTED_KIND.get(method)
+    if kind is not None and kind not in server.legacy.listed:
+        server.legacy.listed.add(kind)
+        server.watch_changed()
+    return to_legacy_result(method, result, server.legacy.version or "")

@@ -156,7 +156,7 @@ def _check_sampling(params: dict[str, Any]) -> None:
         if not isinstance(message, dict) or message.get("role") not in ("user", "assistant"):
             raise ValueError(f"sampling message {index} needs role 'user' or 'assistant'")
         content = message.get("content")
-        blocks = content if isinstance(content, list) else [content]
+        blocks: list[Any] = content if isinstance(content, list) else [content]
         if not blocks or not all(isinstance(b, dict) and isinstance(b.get("type"), str) for b in blocks):
             raise ValueError(f"sampling message {index} needs content: a content block or a list of them")
         kinds = {b["type"] for b in blocks}
@@ -240,7 +240,8 @@ def validate_input_response(key: str, input_request: dict[str, Any], response: A
             response = {name: value for name, value in response.items() if name != "content"}
     if problem:
         raise InvalidParams(f"inputResponses[{key!r}] is not a valid {method} result: {clip(problem)}", {"key": key})
-    return response
+    valid: dict[str, Any] = response
+    return valid
 
 
 def _form_content_problem(params: dict[str, Any], content: Any) -> str | None:
@@ -272,7 +273,7 @@ def _input_response_problem(method: str, response: Any) -> str | None:
         if response.get("role") not in ("user", "assistant"):
             return 'role must be "user" or "assistant"'
         content = response.get("content")
-        blocks = content if isinstance(content, list) else [content]
+        blocks: list[Any] = content if isinstance(content, list) else [content]
         if not blocks or not all(isinstance(block, dict) and isinstance(block.get("type"), str) for block in blocks):
             return "content must be a content block or a list of them"
         for block in blocks:

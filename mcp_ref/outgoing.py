@@ -33,6 +33,8 @@ import logging
 from typing import Any, Callable
 
 from .errors import clip
+from .wire import CANCELLED, notification
+from .wire import request as request_message
 
 log = logging.getLogger("mcp_ref")
 
@@ -52,11 +54,7 @@ class Outgoing:
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._closed: str | None = None
-
-    @property
-    def waiting(self) -> int:
-        """How many of our requests await an answer."""
-        return len(self._pending)
+        self.waiting = 0  # how many of our requests await an answer (read by the session's budgets)
 
     async def request(self, method: str, params: dict[str, Any], timeout: float) -> dict[str, Any]:
         """Send one request and return the client's result; ``ClientRequestFailed`` otherwise."""
@@ -65,8 +63,9 @@ class Outgoing:
         request_id = f"{ID_PREFIX}{next(self._ids)}"
         future: asyncio.Future[dict[str, Any]] = asyncio.get_running_loop().create_future()
         self._pending[request_id] = future
+        self.waiting += 1
         try:
-            self._send({"jsonrpc": "2.0", "id": request_id, "method": method, "params": params})
+            self._send(request_message(request_id, method, params))
             try:
                 return await asyncio.wait_for(future, timeout)
             except TimeoutError:
@@ -77,11 +76,12 @@ class Outgoing:
                     self._cancel_at_client(request_id, "the request that needed it was cancelled")
                 raise
         finally:
-            self._pending.pop(request_id, None)
+            del self._pending[request_id]
+            self.waiting -= 1
 
     def _cancel_at_client(self, request_id: str, reason: str) -> None:
         try:
-            self._send({"jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": request_id, "reason": reason}})
+            self._send(notification(CANCELLED, {"requestId": request_id, "reason": reason}))
         except Exception:  # pragma: no cover - the sink never raises; a lost stdout ends the session anyway
             log.debug("could not send notifications/cancelled for %s", request_id)
 

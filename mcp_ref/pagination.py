@@ -79,9 +79,9 @@ def paginate(signer: Signer, items: Sequence[T], params: dict[str, Any], method:
     cursor = params.get("cursor")
     offset = 0 if cursor is None else decode_cursor(signer, cursor, method)
     if not is_offset(offset):
-        raise invalid_cursor(cursor)
+        raise invalid_cursor(str(cursor))
     if offset > len(items):
-        raise invalid_cursor(cursor, LIST_CHANGED)
+        raise invalid_cursor(str(cursor), LIST_CHANGED)
     end = offset + page_size
     next_cursor = encode_cursor(signer, method, end) if end < len(items) else None
     return items[offset:end], next_cursor

@@ -21,7 +21,7 @@ handler with one-time semantics must record redemption itself.
 
 A token has to come back inside one request line, so ``seal`` refuses (``InternalError``, logged
 for the handler's author) a state that would make the retry longer than the transport's line
-limit (``max_line_bytes``, set by the transport): such a token could never be used, and the
+limit (``max_line_bytes``, the connection's, given by the dispatcher): such a token could never be used, and the
 client's retry would only be refused with ``id: null``.
 """
 
@@ -66,7 +66,7 @@ class StateSealer:
     def __init__(self, key: bytes | None = None, ttl_seconds: float = DEFAULT_STATE_TTL_SECONDS) -> None:
         self.signer = Signer(key)  # the server's one key; list cursors are signed with it too
         self.ttl_seconds = ttl_seconds
-        self.max_line_bytes = DEFAULT_MAX_LINE_BYTES  # the transport's input line limit
+        self.max_line_bytes = DEFAULT_MAX_LINE_BYTES  # the input line limit, unless seal() is told the connection's
 
     def _binding(self, method: str, params: dict[str, Any]) -> str:
         import hashlib  # on first use (see sealing.Signer.tag)
@@ -81,9 +81,12 @@ class StateSealer:
         state: Any,
         answered: Mapping[str, Any] | None = None,
         now: float | None = None,
+        max_line_bytes: int | None = None,
     ) -> str:
         """A token binding ``state`` (and earlier answers) to this method and these salient params,
-        valid for ``ttl_seconds``. A random nonce makes every token unique, even for equal state."""
+        valid for ``ttl_seconds``. A random nonce makes every token unique, even for equal state.
+        ``max_line_bytes`` is the connection's input line limit (default: ``self.max_line_bytes``)."""
+        limit = self.max_line_bytes if max_line_bytes is None else max_line_bytes
         sealed: dict[str, Any] = {
             "m": method,
             "b": self._binding(method, params),
@@ -96,17 +99,17 @@ class StateSealer:
         payload = json.dumps(sealed, separators=(",", ":")).encode()
         token = f"{b64url_encode(payload)}.{b64url_encode(self.signer.tag(PURPOSE, payload))}"
         retry_bytes = len(token) + RETRY_ENVELOPE_BYTES
-        if retry_bytes > self.max_line_bytes // 2:  # only then is the exact size worth computing
+        if retry_bytes > limit // 2:  # only then is the exact size worth computing
             retry_bytes += len(json.dumps(salient_params(method, params), separators=(",", ":"), default=str))
-        if retry_bytes > self.max_line_bytes:
+        if retry_bytes > limit:
             log.error(
                 "a %s handler's requestState is too large to come back: the retry would need about %d bytes, "
                 "over the %d-byte input line limit; keep less in the state (and in the answers it carries)",
-                method, retry_bytes, self.max_line_bytes,
+                method, retry_bytes, limit,
             )  # fmt: skip
             raise InternalError(
                 f"Internal error: the {method} handler's requestState is too large to send back "
-                f"(a retry would need about {retry_bytes} bytes; the line limit is {self.max_line_bytes})"
+                f"(a retry would need about {retry_bytes} bytes; the line limit is {limit})"
             )
         return token
 

@@ -40,6 +40,7 @@ from .tasks import TASKS_EXTENSION, TaskSettings, TaskStore
 from .tools import Tool
 from .versions import initialize_versions, supported_versions
 from .watch import WatchHooks, WatchSet
+from .wire import notification
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
@@ -53,6 +54,13 @@ def _doc(handler: Callable[..., Any]) -> str | None:
     """The first paragraph of a handler's docstring, as a default description."""
     doc = inspect.getdoc(handler)
     return doc.split("\n\n")[0].replace("\n", " ") if doc else None
+
+
+def _features(capabilities: dict[str, Any]) -> frozenset[str]:
+    """The dotted names a method table's gate may ask for: each section, and each flag set in it."""
+    names = set(capabilities)
+    names.update(f"{head}.{flag}" for head, section in capabilities.items() for flag, value in section.items() if value)
+    return frozenset(names)
 
 
 class Server:
@@ -119,6 +127,11 @@ class Server:
         self.resource_subscriptions = resource_subscriptions
         self.log_messages = log_messages
         self.modern_only = modern_only
+        # The versions advertised by server/discover and in -32022 data.supported: those a request
+        # may name in _meta (the modern ones; legacy versions work only through initialize), and
+        # the initialize-era versions served (none on a modern-only server), named apart in -32022.
+        self.supported_versions: list[str] = supported_versions()
+        self.initialize_versions: list[str] = initialize_versions(include_legacy=not modern_only)
         if page_size < 1:
             raise ValueError("page_size must be at least 1")
         self.page_size = page_size
@@ -150,19 +163,9 @@ class Server:
         self._busy_lock = threading.Lock()
         # (event loop, its thread) while serving. One attribute, so another thread reads both at once.
         self._bound: tuple[asyncio.AbstractEventLoop, int] | None = None
+        self._registry_changed()
 
     # --- description ----------------------------------------------------------------------------
-
-    @property
-    def supported_versions(self) -> list[str]:
-        """Versions advertised by ``server/discover`` and in -32022 ``data.supported``: those a
-        request may name in ``_meta`` (the modern ones; legacy versions work only through ``initialize``)."""
-        return supported_versions()
-
-    @property
-    def initialize_versions(self) -> list[str]:
-        """The initialize-era versions served (none on a modern-only server), named apart in -32022 errors."""
-        return initialize_versions(include_legacy=not self.modern_only)
 
     def capabilities(self, era: str = "modern") -> dict[str, Any]:
         """Server capabilities, derived from what is registered and what the server emits."""
@@ -193,6 +196,13 @@ class Server:
             # Legacy clients may call logging/setLevel, which we serve.
             capabilities["logging"] = {}
         return capabilities
+
+    def _registry_changed(self) -> None:
+        # What the dispatcher checks a method against on every request, worked out once per
+        # change of the registry: ``offered[modern]`` holds the features offered in that era
+        # ("tools", "resources.subscribe", ...), ``task_tools`` the names of the tools that may run as tasks.
+        self.offered: dict[bool, frozenset[str]] = {modern: _features(self._feature_capabilities(era)) for modern, era in ((True, "modern"), (False, "legacy"))}
+        self.task_tools = frozenset(name for name, tool in self.tools.items() if tool.task is not None)
 
     @property
     def offers_tasks(self) -> bool:
@@ -335,6 +345,7 @@ class Server:
 
         def register(function: Callable[..., Any]) -> Callable[..., Any]:
             (self.paged_resource_listers if paged else self.resource_listers).append(function)
+            self._registry_changed()
             return function
 
         return register if handler is None else register(handler)
@@ -381,6 +392,7 @@ class Server:
 
         def register(handler: Callable[..., Any]) -> Callable[..., Any]:
             self.completers[key] = handler  # type: ignore[index]
+            self._registry_changed()
             return handler
 
         return register
@@ -417,9 +429,10 @@ class Server:
             return
         self.subscriptions.resource_updated(uri)
         if self.legacy.active and uri in self.legacy.subscribed_uris:
-            self._emit({"jsonrpc": "2.0", "method": "notifications/resources/updated", "params": {"uri": uri}})
+            self._emit(notification("notifications/resources/updated", {"uri": uri}))
 
     def _list_changed(self, kind: str) -> None:
+        self._registry_changed()
         if kind in self.list_changed_kinds:
             self._on_loop(self._announce_list_changed, kind)
 
@@ -428,7 +441,7 @@ class Server:
             return
         self.subscriptions.list_changed(kind)
         if self.legacy.active:
-            self._emit({"jsonrpc": "2.0", "method": f"notifications/{kind}/list_changed"})
+            self._emit(notification(f"notifications/{kind}/list_changed"))
 
     def _on_loop(self, function: Callable[..., None], *args: Any) -> None:
         # Subscriptions are the event loop's: fan out there, whichever thread announced the change.
@@ -470,12 +483,12 @@ class Server:
             lists |= self.list_changed_kinds & self.legacy.listed
         return WatchSet(self.subscriptions.watched_uris() | frozenset(self.legacy.subscribed_uris), lists)
 
-    def _watch_changed(self) -> None:
+    def watch_changed(self) -> None:
         """What is watched may have changed (event-loop thread): tell the hooks if it did."""
         if self._watch_hooks:
             self._watch_hooks.update(self.watched)
 
-    async def _stop_watching(self) -> None:
+    async def stop_watching(self) -> None:
         """Serving ends: hooks get the empty set (coroutine hooks a bounded time to take it in)."""
         await self._watch_hooks.stop()
 

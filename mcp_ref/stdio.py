@@ -1,4 +1,4 @@
-"""The stdio transport: a thin asyncio shell around ``wire`` and ``dispatcher``.
+"""The stdio transport: a thin asyncio shell that moves bytes between two fds and a ``session.Session``.
 
 Spec: basic/transports/stdio (2026-07-28).
 
@@ -26,26 +26,14 @@ Theory of operation
   are switched to binary mode (no CRLF translation) first. Signals: ``loop.add_signal_handler``
   where the loop has it; otherwise (and in the thread mode) ``signal.signal`` for SIGINT, SIGTERM,
   SIGHUP and SIGBREAK, whichever exist, handing over with ``call_soon_threadsafe``.
-* **Reading is pulled, and bounded by bytes.** Input goes into the ``WireReader`` as raw bytes;
-  ``_pump`` turns it into events and hands them to the dispatcher only while the budgets allow:
-  fewer than ``BACKLOG_HIGH_WATER`` requests waiting or running, less than
-  ``max_in_flight_bytes`` of (estimated, parsed) requests in flight -- open subscriptions
-  included -- and no more than ``WRITE_HIGH_WATER`` bytes of output queued for a client that is
-  not reading. Over budget, input is *held*: reading goes on until ``HELD_INPUT_BYTES`` wait
-  unparsed, and then stops (the kernel pipe fills and the client blocks). Meanwhile the control
-  lane (``mcp_ref.control``) is served through the held bytes (``_take_ahead``): every
-  ``notifications/cancelled`` among them that names a request in flight, and every request that
-  does no user work (``ping``, ``server/discover``, the list and ``tasks/*`` methods), is taken
-  out and handled at once, at most ``control.CONTROL_LANE_LIMIT`` requests at a time, none while
-  the client leaves its answers unread. So a cancellation never waits behind the backlog it
-  wants to shrink, nor a host's health check behind tool calls.
-* **Writing.** ``_Output`` is the only writer of the protocol fd. ``write`` queues a whole line
-  (the loop is single-threaded, so lines never interleave) and the queue goes out in one
-  ``writev`` at the end of the loop iteration, or when the pipe has room again. ``drain`` waits
-  while more than ``WRITE_HIGH_WATER`` bytes are queued (backpressure). A request's progress
-  and log notifications are optional: above ``OPTIONAL_OUTPUT_LIMIT`` queued bytes they are
-  shed, and counted in the log. A closed stdout (EPIPE, or the pipe's reader gone) ends the
-  session: nothing more can be delivered, so nothing more is worth computing.
+* **Reading is pulled, and bounded by bytes.** What is read goes to ``Session.receive_data``,
+  which keeps the bytes, decides how many become requests (its budgets), and says whether to read
+  more (``wants_input``): reading stops while it holds ``session.HELD_INPUT_BYTES`` (the kernel
+  pipe fills and the client blocks), and starts again when the session says so
+  (``on_input_wanted``), which it does when a request ends or the output drains: nothing polls.
+* **Writing.** ``stdout._Output`` is the only writer of the protocol fd (its module docstring
+  has the rules). A closed stdout (EPIPE, or the pipe's reader gone) ends the session: nothing
+  more can be delivered, so nothing more is worth computing.
 * **Shutdown.** EOF on stdin, SIGTERM, SIGINT or SIGHUP stops reading. What was read is still
   served: requests in flight and input held back get ``shutdown_grace_seconds``; what is still
   unfinished then is answered -32603 ("the server is shutting down") and cancelled, so every
@@ -55,43 +43,29 @@ Theory of operation
   signal skips what is left of both at once. None of these steps waits on a thread, so a busy
   synchronous handler never stops the server from reading a cancellation.
 
-Cancel-safety: ``_Output.drain`` and ``_Output.close`` only stop *waiting* when cancelled (what
-was queued stays queued); ``serve``, if cancelled, still runs the whole shutdown in its
-``finally``. Everything else here is a plain callback that runs to completion on the loop.
+Cancel-safety: ``serve``, if cancelled, still runs the whole shutdown in its ``finally`` (and
+``_shut_down`` awaits only cancel-safe steps: ``Session.serve_held_input``, ``Session.shutdown``,
+``_Output.close``). Everything else here is a plain callback that runs to completion on the loop.
 """
 
 from __future__ import annotations
 
 import asyncio
-import errno
-import itertools
 import logging
 import math
 import os
-import selectors
 import signal
 import stat
 import sys
 import time
-from collections import deque
-from typing import TYPE_CHECKING, Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from . import stderr
-from ._stdio_threads import ReaderThread, WriterThread
-from .control import OVERTAKING_PATTERN, cancelled_request
-from .dispatcher import Dispatcher
-from .errors import InternalError
+from ._stdio_threads import ReaderThread
 from .outputbudget import DEFAULT_MAX_RESERVED_OUTPUT_BYTES
-from .wire import (
-    CANCELLED,
-    DEFAULT_MAX_LINE_BYTES,
-    BadMessage,
-    Event,
-    Notification,
-    Request,
-    WireReader,
-    error_response,
-)
+from .stdout import _describe, _is_pollable, _make_blocking, _Output
+from .session import DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_IN_FLIGHT_BYTES, SHUTTING_DOWN, Session
+from .wire import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
     from .server import Server
@@ -102,392 +76,15 @@ READ_CHUNK_BYTES = 256 * 1024
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 5.0
 # After the grace period, how long queued output may take to reach a client that reads slowly.
 DEFAULT_FLUSH_TIMEOUT_SECONDS = 5.0
-DEFAULT_MAX_CONCURRENCY = 64
-# No new request is started while this many wait or run (subscriptions have their own bound).
-BACKLOG_HIGH_WATER = 1024
-# No new request is started while requests in flight (subscriptions included) are estimated to
-# hold this much parsed input (wire.estimated_cost); the first one always starts.
-DEFAULT_MAX_IN_FLIGHT_BYTES = 64 * 1024 * 1024
-# One line whose parsed form is estimated above this is refused without being parsed (-32600):
-# that first request would start whatever its size. Four times the line limit, at least 64 MiB,
-# so a line of plain data (a file's base64, whose estimate is about its size) always passes.
-MIN_MAX_PARSED_BYTES = 64 * 1024 * 1024
-# Input read ahead, unparsed, while no new request may start: the window in which cancellations
-# are honoured ahead of their turn.
-HELD_INPUT_BYTES = 4 * 1024 * 1024
-# Output queued for the client: drain() waits above the high mark until the low one; no new
-# request starts above the high mark; a request's progress and log notifications are shed above
-# OPTIONAL_OUTPUT_LIMIT.
-WRITE_HIGH_WATER = 1024 * 1024
-WRITE_LOW_WATER = 256 * 1024
-OPTIONAL_OUTPUT_LIMIT = 4 * 1024 * 1024
-# How often held input is looked at again while the budgets are full.
-HOLD_RETRY_SECONDS = 0.01
 # After shutdown, how long cancelled synchronous handlers get to notice and return.
 SYNC_HANDLER_EXIT_WAIT_SECONDS = 1.0
-# The reason given in the -32603 of requests cut short (the dispatcher says the same at the end of the grace).
-SHUTTING_DOWN = "the server is shutting down"
-# os.writev takes at most this many buffers at once.
-_IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
-# The thread fallback hands its writer thread at most this much of the queue at once.
-WRITER_BATCH_BYTES = 1024 * 1024
-# Past the flush deadline, how long the writer thread still gets for what is queued (the polled
-# path makes one last write that cannot block instead).
-LAST_WRITE_SECONDS = 0.25
 # How stdin and stdout are served (MCP_REF_STDIO, run(stdio_mode=...)); see the module docstring.
 STDIO_MODES = ("auto", "poll", "threads")
 
 
-def _is_pollable(fd: int) -> bool:
-    """Can the event loop wait on this fd? Pipes, sockets and TTYs: yes. Regular files and
-    /dev/null: no (epoll refuses them), so those are read and written with plain os calls."""
-    if stat.S_ISREG(os.fstat(fd).st_mode):
-        return False
-    selector = selectors.DefaultSelector()
-    try:
-        selector.register(fd, selectors.EVENT_READ)
-    except (OSError, ValueError):
-        return False
-    finally:
-        selector.close()
-    return True
-
-
-def _describe(exc: BaseException) -> str:
-    """An OSError as "EPIPE: Broken pipe" (its str() may be empty)."""
-    number = getattr(exc, "errno", None)
-    name = errno.errorcode.get(number, "") if number else ""
-    text = os.strerror(number) if number else (str(exc) or type(exc).__name__)
-    return f"{name}: {text}" if name else text
-
-
-class _Output:
-    """The single writer of protocol lines (see the module docstring, "Writing").
-
-    ``write`` never blocks and never splits a line. ``drain`` waits while the queue is over the
-    high-water mark; it returns early, without room, once stdout is lost or the shutdown deadline
-    (``set_deadline``) has passed, so nothing waits on a client that stopped reading past that.
-    ``close`` flushes until that deadline and drops the rest.
-    """
-
-    def __init__(self, fd: int, *, on_lost: Callable[[BaseException], None], on_room: Callable[[], None]) -> None:
-        self._fd = fd
-        self._on_lost = on_lost
-        self._on_room = on_room  # the queue fell to the low-water mark: input may flow again
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._queued = False  # lines are queued (polled fd, or the writer thread); else written at once
-        self._writer: WriterThread | None = None  # the thread fallback's writer
-        self._watching_fifo = False
-        self._queue: deque[bytes | memoryview] = deque()
-        self.buffered = 0  # bytes queued, not yet taken by the OS
-        self._flush_scheduled = False
-        self._waiting_writable = False
-        self._room_wanted = False
-        self._room: asyncio.Future[None] | None = None  # shared by every drain() waiter
-        self._flushed: asyncio.Future[None] | None = None  # close() waits on it
-        self._deadline_timer: asyncio.TimerHandle | None = None
-        self.expired = False  # the shutdown deadline passed: no more waiting for the client
-        self.lost = False  # the client closed stdout
-        self._closed = False
-        self._shedding = False
-        self.shed = 0  # optional notifications dropped while the client was not reading
-        # when_written: bytes ever queued and ever taken by the OS, and (mark, callback) in order.
-        self._queued_total = 0
-        self._sent_total = 0
-        self._written_waiters: deque[tuple[int, Callable[[], None]]] = deque()
-
-    def open(self, loop: asyncio.AbstractEventLoop, *, threaded: bool = False) -> None:
-        self._loop = loop
-        if threaded:
-            if stat.S_ISREG(os.fstat(self._fd).st_mode):
-                return  # plain os.write: a regular file takes writes without blocking
-            _make_blocking(self._fd)
-            # The thread owns its own duplicate (see _stdio_threads, "Each thread owns its descriptor").
-            self._writer = WriterThread(
-                os.dup(self._fd), loop, on_taken=self._taken, on_batch_done=self._batch_done, on_error=self._lose
-            )
-            self._writer.start()
-            self._queued = True
-            return
-        self._queued = _is_pollable(self._fd)
-        if not self._queued:
-            return  # plain os.write: regular files and /dev/null take writes without blocking
-        os.set_blocking(self._fd, False)
-        if stat.S_ISFIFO(os.fstat(self._fd).st_mode):
-            # The write end of a pipe polls readable only when its reader has gone: notice that
-            # at once, not at the next write. (Not for a socket: it may be stdin as well.)
-            loop.add_reader(self._fd, self._reader_gone)
-            self._watching_fifo = True
-
-    @property
-    def congested(self) -> bool:
-        """More output is queued than a reading client would leave: start no new work (and
-        ``on_room`` is called once it is down to the low-water mark)."""
-        if self.buffered > WRITE_HIGH_WATER:
-            self._room_wanted = True
-            return True
-        return False
-
-    def write(self, line: bytes) -> None:
-        """Queue one whole line. Not a coroutine, so never interrupted: a line is queued entirely
-        or, once stdout is lost or closed, not at all."""
-        self.write_parts((line,))
-
-    def write_parts(self, parts: Sequence[bytes]) -> None:
-        """Queue one whole line given as consecutive buffers (``wire.encode_message_parts``), as
-        ``write`` does: they leave in the same ``writev``, never joined into one more copy (an
-        8 MiB image is 11 MiB of base64 that would be copied once more)."""
-        if self.lost or self._closed:
-            return
-        if not self._queued:
-            for part in parts:
-                if not self.lost:
-                    self._write_blocking(part)
-            return
-        self._queue.extend(parts)
-        size = sum(map(len, parts))
-        self.buffered += size
-        self._queued_total += size
-        if not self._flush_scheduled and not self._waiting_writable:
-            # Lines queued in the same loop iteration leave in one writev.
-            self._flush_scheduled = True
-            assert self._loop is not None
-            self._loop.call_soon(self._flush)
-
-    def when_written(self, callback: Callable[[], None]) -> None:
-        """Call ``callback()`` once every byte queued so far has been taken by the OS, or at once
-        when nothing is pending; also when stdout is lost or closed (nothing more will leave).
-        The dispatcher holds a request's reserved output (``mcp_ref.outputbudget``) until then."""
-        if self._sent_total >= self._queued_total or self.lost or self._closed:
-            callback()
-        else:
-            self._written_waiters.append((self._queued_total, callback))
-
-    def _call_written(self, everything: bool = False) -> None:
-        waiters = self._written_waiters
-        while waiters and (everything or waiters[0][0] <= self._sent_total):
-            waiters.popleft()[1]()
-
-    def write_optional(self, line: bytes) -> None:
-        """Queue a line the client can do without (a request's progress or log notification),
-        unless the client has let more than ``OPTIONAL_OUTPUT_LIMIT`` bytes pile up."""
-        if self.buffered > OPTIONAL_OUTPUT_LIMIT:
-            self.shed += 1
-            if not self._shedding:
-                self._shedding = True
-                log.warning("stdout is backed up (%d bytes queued, the client is not reading): dropping progress and log notifications until it drains", self.buffered)
-            return
-        self.write(line)
-
-    async def drain(self) -> None:
-        """Wait while the queue is over the high-water mark. Cancel-safe: cancelling only stops
-        the waiting; what was queued is still written."""
-        if self.buffered <= WRITE_HIGH_WATER or self.lost or self.expired or self._closed:
-            return
-        if self._room is None or self._room.done():
-            assert self._loop is not None
-            self._room = self._loop.create_future()
-        await asyncio.shield(self._room)
-
-    def set_deadline(self, when: float) -> None:
-        """From loop time ``when`` on, nothing waits for the client any more (drain, close)."""
-        assert self._loop is not None
-        if self._deadline_timer is not None:
-            if self._deadline_timer.when() <= when:
-                return
-            self._deadline_timer.cancel()
-        self._deadline_timer = self._loop.call_at(when, self._expire)
-
-    async def close(self) -> None:
-        """Flush what is queued, until the deadline; then drop the rest and stop writing.
-
-        Cancel-safe: if cancelled, the output is closed all the same (nothing more is written).
-        """
-        try:
-            if self._queued and not self.lost:
-                self._flush()
-                if self._pending() and not self.expired:
-                    assert self._loop is not None
-                    self._flushed = self._loop.create_future()
-                    await asyncio.shield(self._flushed)
-                elif self._pending() and self._writer is not None:
-                    # Past the deadline the polled path still made one write that cannot block
-                    # (_flush above). The writer thread cannot be asked for that: give it a
-                    # moment, bounded, to finish its batch and take what is queued behind it
-                    # (the -32603s of a second signal, say).
-                    assert self._loop is not None
-                    self._flushed = self._loop.create_future()
-                    try:
-                        await asyncio.wait_for(asyncio.shield(self._flushed), LAST_WRITE_SECONDS)
-                    except TimeoutError:
-                        pass
-            if self._pending() and not self.lost:
-                log.error(
-                    "stdout: %d bytes of output were not taken by the client before the shutdown deadline (is it still reading?); dropped",
-                    self.buffered,
-                )
-        finally:
-            self._shut()
-
-    # --- internals -------------------------------------------------------------------------
-
-    def _write_blocking(self, line: bytes) -> None:
-        try:
-            view = memoryview(line)
-            while view:
-                view = view[os.write(self._fd, view) :]
-        except OSError as exc:
-            self._lose(exc)
-
-    def _pending(self) -> bool:
-        """Is output queued, or handed to the writer thread and not all written yet?"""
-        return bool(self._queue) or (self._writer is not None and self._writer.busy)
-
-    def _flush(self) -> None:
-        """Hand the OS as much of the queue as it takes now; watch for room if some is left."""
-        self._flush_scheduled = False
-        if self._writer is not None:
-            self._hand_over()
-            return
-        queue = self._queue
-        while queue and not self.lost:
-            batch = list(queue) if len(queue) <= _IOV_MAX else list(itertools.islice(queue, _IOV_MAX))
-            offered = sum(map(len, batch))
-            try:
-                written = os.writev(self._fd, batch)
-            except BlockingIOError:
-                break
-            except OSError as exc:
-                self._lose(exc)
-                return
-            self.buffered -= written
-            self._sent_total += written
-            taken = written
-            while taken:
-                head = queue[0]
-                if len(head) <= taken:
-                    taken -= len(head)
-                    queue.popleft()
-                else:
-                    queue[0] = memoryview(head)[taken:]
-                    taken = 0
-            if written < offered:
-                break  # the pipe is full
-        self._watch_writable(bool(queue) and not self.lost)
-        self._progress()
-
-    def _progress(self) -> None:
-        """Output was taken: wake drain() waiters and paused input at the low-water mark, and
-        close() once everything is out."""
-        if self._written_waiters:
-            self._call_written()
-        if self.buffered <= WRITE_LOW_WATER:
-            if self._shedding:
-                self._shedding = False
-                log.warning("stdout drained: %d progress and log notification(s) were dropped meanwhile", self.shed)
-                self.shed = 0
-            if self._room is not None and not self._room.done():
-                self._room.set_result(None)
-            if self._room_wanted:
-                self._room_wanted = False
-                self._on_room()
-        if not self._pending() and self._flushed is not None and not self._flushed.done():
-            self._flushed.set_result(None)
-
-    # The thread fallback: the writer thread takes one batch of the queue at a time. Its bytes stay
-    # counted in ``buffered`` until it reports them written, so every budget sees the same numbers
-    # as on the polled path. ``_waiting_writable`` is true while a batch is out (no flush is
-    # scheduled then; the end of the batch hands over the next one).
-
-    def _hand_over(self) -> None:
-        writer = self._writer
-        assert writer is not None
-        if writer.busy or self.lost or self._closed or not self._queue:
-            self._progress()
-            return
-        batch: list[bytes | memoryview] = []
-        size = 0
-        while self._queue and size < WRITER_BATCH_BYTES:
-            line = self._queue.popleft()
-            batch.append(line)
-            size += len(line)
-        self._waiting_writable = True
-        writer.submit(batch)
-
-    def _taken(self, written: int) -> None:
-        if self.lost or self._closed:
-            return
-        self.buffered -= written
-        self._sent_total += written
-        self._progress()
-
-    def _batch_done(self) -> None:
-        if self.lost or self._closed or self._writer is None:
-            return
-        self._writer.busy = False
-        self._waiting_writable = False
-        self._hand_over()
-
-    def _watch_writable(self, wanted: bool) -> None:
-        assert self._loop is not None
-        if wanted and not self._waiting_writable:
-            self._loop.add_writer(self._fd, self._flush)
-            self._waiting_writable = True
-        elif not wanted and self._waiting_writable:
-            self._loop.remove_writer(self._fd)
-            self._waiting_writable = False
-
-    def _reader_gone(self) -> None:
-        self._lose(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE)))
-
-    def _lose(self, exc: BaseException) -> None:
-        if self.lost:
-            return
-        self.lost = True
-        self._queue.clear()
-        self.buffered = 0
-        self._release_waiters()
-        self._stop_watching()
-        assert self._loop is not None
-        # Not from inside write(): the session's reaction cancels tasks, maybe the caller's own.
-        self._loop.call_soon(self._on_lost, exc)
-
-    def _expire(self) -> None:
-        self.expired = True
-        self._release_waiters()
-
-    def _release_waiters(self) -> None:
-        for future in (self._room, self._flushed):
-            if future is not None and not future.done():
-                future.set_result(None)
-        if self.lost or self._closed:
-            self._call_written(everything=True)
-
-    def _stop_watching(self) -> None:
-        if self._writer is not None:
-            self._writer.stop()  # after its current write, if any; it then closes its descriptor
-            self._waiting_writable = False
-            return
-        if self._loop is None or self._loop.is_closed():
-            return
-        self._watch_writable(False)
-        if self._watching_fifo:
-            self._loop.remove_reader(self._fd)
-            self._watching_fifo = False
-
-    def _shut(self) -> None:
-        self._closed = True
-        self._queue.clear()
-        self.buffered = 0
-        self._release_waiters()
-        self._stop_watching()
-        if self._deadline_timer is not None:
-            self._deadline_timer.cancel()
-
-
 class StdioSession:
     """Serves one server over a pair of file descriptors until input ends, a signal arrives, or
-    the client closes stdout."""
+    the client closes stdout: the I/O around one ``session.Session``, which keeps all the state."""
 
     def __init__(
         self,
@@ -513,23 +110,19 @@ class StdioSession:
             _check_seconds(name, seconds)
         self.server = server
         self._in_fd = in_fd
-        self._reader = WireReader(max_line_bytes, max_parsed_bytes=max(MIN_MAX_PARSED_BYTES, 4 * max_line_bytes))
-        self._output = _Output(out_fd, on_lost=self._stdout_lost, on_room=self._pump)
+        self._output = _Output(out_fd, on_lost=self._stdout_lost, on_room=self._room)
         self._grace = float(shutdown_grace_seconds)
         self._flush_timeout = float(flush_timeout_seconds)
-        self._max_concurrency = max_concurrency
-        self._max_in_flight_bytes = max_in_flight_bytes
-        self._max_reserved_output_bytes = max_reserved_output_bytes
-        self._dispatcher: Dispatcher | None = None
+        self._limits = {"max_concurrency": max_concurrency, "max_reserved_output_bytes": max_reserved_output_bytes,
+                        "max_line_bytes": max_line_bytes, "max_in_flight_bytes": max_in_flight_bytes}
+        self.session: Session | None = None  # made by serve(), on the loop
         self._loop: asyncio.AbstractEventLoop | None = None
         self._done: asyncio.Event | None = None
         self._in_pollable = False
         self._reading = False  # a reader callback is registered on in_fd
         self._read_more = True  # false once shutdown begins: no more input is read
-        self._accepting = True  # false once the grace period is over: no more requests start
-        self._holding = False  # input waits because a budget is full
-        self._retry: asyncio.TimerHandle | None = None
         self._file_reader: asyncio.Task[None] | None = None
+        self._input_wanted: asyncio.Event | None = None  # the file reader waits on it while input is held
         self.stdio_mode = stdio_mode  # "poll" or "threads" once serve() has chosen
         self._reader_thread: ReaderThread | None = None  # the thread fallback's reader
         self._thread_reading = False  # a chunk was asked of the reader thread and has not arrived
@@ -539,17 +132,34 @@ class StdioSession:
 
     def feed(self, data: bytes) -> None:
         """Bytes read from stdin."""
-        self._reader.feed(data)
-        self._pump()
+        assert self.session is not None
+        if not self.session.receive_data(data):
+            self._update_reading()
 
     def feed_eof(self) -> None:
         """End of input: serve what was read, then shut down gracefully."""
-        if self._reader.at_eof:
+        session = self.session
+        assert session is not None
+        if session.reader.at_eof:
             return
-        self._reader.feed_eof()
-        self._pump()
+        session.receive_eof()
+        self._update_reading()
         if self._done is not None:
             self._done.set()
+
+    def _room(self) -> None:
+        """The output drained to its low-water mark: held input may go on."""
+        if self.session is not None:
+            self.session.room()
+
+    def _input_may_flow(self) -> None:
+        """The session holds less input than before: read again if it wants more."""
+        if self._input_wanted is not None:
+            self._input_wanted.set()
+        self._update_reading()
+
+    def _may_read(self) -> bool:
+        return self._read_more and self.session is not None and self.session.wants_input
 
     def _start_reading(self) -> None:
         if self.stdio_mode == "threads":
@@ -570,15 +180,9 @@ class StdioSession:
             assert self._loop is not None
             self._file_reader = self._loop.create_task(self._read_file())
 
-    def _may_read(self) -> bool:
-        if not self._read_more or self._reader.at_eof:
-            return False
-        # Held input is bounded; a partial line alone is bounded by the reader (max_line_bytes).
-        return not self._holding or self._reader.buffered_bytes < HELD_INPUT_BYTES
-
     def _update_reading(self) -> None:
         if self._reader_thread is not None:
-            if not self._read_more or self._reader.at_eof:
+            if not self._read_more or self.session is None or self.session.reader.at_eof:
                 self._reader_thread.stop()
             elif not self._thread_reading and self._may_read():
                 # One chunk at a time: the next is asked for only after this one is fed and
@@ -604,10 +208,12 @@ class StdioSession:
         except OSError as exc:  # EIO from a hung-up terminal, ECONNRESET from a socket
             log.warning("reading stdin failed (%s): taking it as the end of input", _describe(exc))
             data = b""
-        if data:
-            self.feed(data)
-        else:
+        session = self.session
+        assert session is not None  # (reading starts once serve() made it)
+        if not data:
             self.feed_eof()
+        elif not session.receive_data(data):  # (feed(data), inline: this is the per-read path)
+            self._update_reading()
 
     def _on_thread_data(self, data: bytes | OSError) -> None:
         """A chunk from the reader thread (``b""`` at EOF, or the error that ended reading)."""
@@ -619,20 +225,24 @@ class StdioSession:
             data = b""
         if data:
             self.feed(data)
+            self._update_reading()
         else:
             self.feed_eof()
 
     async def _read_file(self) -> None:
         """stdin is a regular file (or /dev/null): read it in chunks on the loop; it never blocks.
 
-        Never dies silently: an unexpected error is logged and taken as the end of input, so
-        what was read is still answered and the server exits.
+        While the session holds enough input, it waits for the session to say it wants more (no
+        timer). Never dies silently: an unexpected error is logged and taken as the end of input,
+        so what was read is still answered and the server exits.
         """
+        assert self.session is not None and self._input_wanted is not None
         try:
-            while self._read_more and not self._reader.at_eof:
+            while self._read_more and not self.session.reader.at_eof:
                 if not self._may_read():
-                    await asyncio.sleep(HOLD_RETRY_SECONDS)
-                    self._pump()
+                    self._input_wanted.clear()
+                    if not self._may_read():
+                        await self._input_wanted.wait()
                     continue
                 try:
                     data = os.read(self._in_fd, READ_CHUNK_BYTES)
@@ -650,73 +260,6 @@ class StdioSession:
             log.exception("internal error while reading stdin; taking it as the end of input")
             self.feed_eof()
 
-    # --- from input to the dispatcher ------------------------------------------------------------
-
-    def _over_budget(self) -> bool:
-        dispatcher = self._dispatcher
-        assert dispatcher is not None
-        return (
-            dispatcher.backlog >= BACKLOG_HIGH_WATER
-            or self._output.congested
-            or dispatcher.in_flight_cost >= self._max_in_flight_bytes
-        )
-
-    def _pump(self) -> None:
-        """Hand complete input to the dispatcher while the budgets allow; else hold it as bytes,
-        taking the control lane's messages out of it (``_take_ahead``), and look again shortly."""
-        if self._dispatcher is None:
-            return
-        while self._accepting:
-            if self._over_budget():
-                self._holding = True
-                self._take_ahead()
-                self._retry_soon()
-                break
-            self._holding = False
-            event = self._next_event()
-            if event is None:
-                break
-            self._dispatch(event)
-        self._update_reading()
-
-    def _take_ahead(self) -> None:
-        """The control lane through held input: the cancellations, pings, discovers, list and
-        tasks requests waiting there that the dispatcher lets overtake (``Dispatcher.may_overtake``)
-        are handled now, not after the tool calls before them."""
-        dispatcher = self._dispatcher
-        assert dispatcher is not None
-        room = not self._output.congested  # a client that does not read gets no more answers
-
-        def wanted(event: Event) -> bool | None:
-            return dispatcher.may_overtake(event, room_for_answers=room)
-
-        for event in self._reader.take_ahead(OVERTAKING_PATTERN, wanted):
-            self._dispatch(event)
-
-    def _next_event(self) -> Event | None:
-        try:
-            return self._reader.next_event()
-        except Exception:
-            # A bug or an exhausted resource while reading one line: that line is consumed
-            # already (the reader marks it before parsing), so answer it and go on.
-            log.exception("internal error while reading a message; answering it with -32603 and going on")
-            return BadMessage(None, InternalError("Internal error: the server could not read this message"))
-
-    def _dispatch(self, event: Event) -> None:
-        assert self._dispatcher is not None
-        try:
-            self._dispatcher.handle(event)
-        except Exception:
-            log.exception("internal error while dispatching a message; going on")
-
-    def _retry_soon(self) -> None:
-        if self._retry is None and self._loop is not None:
-            self._retry = self._loop.call_later(HOLD_RETRY_SECONDS, self._retry_pump)
-
-    def _retry_pump(self) -> None:
-        self._retry = None
-        self._pump()
-
     # --- ending --------------------------------------------------------------------------------
 
     def stop(self) -> None:
@@ -732,20 +275,19 @@ class StdioSession:
         self._hard_stop(answer=True)
 
     def _hard_stop(self, *, answer: bool) -> None:
-        assert self._loop is not None and self._dispatcher is not None
+        assert self._loop is not None and self.session is not None
         self.hard_stopped = True
-        self._accepting = False
-        self._dispatcher.cancel_in_flight(SHUTTING_DOWN if answer else None)
+        self.session.cancel_in_flight(SHUTTING_DOWN if answer else None)
         self._output.set_deadline(self._loop.time())
 
     def _stdout_lost(self, exc: BaseException) -> None:
         """The client closed stdout: no answer can reach it, so stop everything now."""
-        if self._dispatcher is None or self.hard_stopped:
+        if self.session is None or self.hard_stopped:
             return
         # Nothing lost (a shell's `| head -1` that read what it wanted) is routine: INFO. Work
         # cancelled because its answer cannot be delivered is worth a WARNING; answers already
         # made and left unread (the client chose to stop reading) are not work lost.
-        running = self._dispatcher.running
+        running = self.session.running
         log.log(
             logging.WARNING if running else logging.INFO,
             "stdout was closed by the client (%s): cancelling %d request(s) in flight, reading no more input, and exiting",
@@ -766,13 +308,12 @@ class StdioSession:
         """
         self._loop = asyncio.get_running_loop()
         self._done = asyncio.Event()
+        self._input_wanted = asyncio.Event()
         if self.stdio_mode == "auto":
             self.stdio_mode = choose_stdio_mode(self._loop, self._in_fd, "auto")
         self._output.open(self._loop, threaded=self.stdio_mode == "threads")
-        self._dispatcher = Dispatcher(self.server, self._output, max_concurrency=self._max_concurrency,
-                                      max_reserved_output_bytes=self._max_reserved_output_bytes)
-        # A requestState the client could not send back within the line limit is never issued.
-        self.server.sealer.max_line_bytes = self._reader.max_line_bytes
+        self.session = Session(self.server, self._output, **self._limits)
+        self.session.on_input_wanted = self._input_may_flow
         self._start_reading()
         try:
             await self._done.wait()
@@ -780,8 +321,8 @@ class StdioSession:
             await self._shut_down()
 
     async def _shut_down(self) -> None:
-        loop, dispatcher = self._loop, self._dispatcher
-        assert loop is not None and dispatcher is not None
+        loop, session = self._loop, self.session
+        assert loop is not None and session is not None
         grace = 0.0 if self.hard_stopped else self._grace
         grace_ends = loop.time() + grace
         log.info("shutting down: reading no more input; what was read gets %.1f s to finish", grace)
@@ -791,47 +332,18 @@ class StdioSession:
         if self._file_reader is not None:
             self._file_reader.cancel()
         # No answer to a request we sent the client can arrive any more: stop waiting for one.
-        dispatcher.outgoing.close("the server stopped reading input (end of input or shutdown)")
+        session.outgoing.close("the server stopped reading input (end of input or shutdown)")
         # 1. Input already read (held back by the budgets, say) is still served in the grace period.
-        while self._accepting and self._reader.has_pending_event() and loop.time() < grace_ends:
-            self._pump()
-            await asyncio.sleep(HOLD_RETRY_SECONDS)
-        self._accepting = False
-        if self._retry is not None:
-            self._retry.cancel()
+        await session.serve_held_input(grace_ends)
         # 2. Requests read but never started get their error now.
         if not self._output.lost:
-            self._refuse_held_input()
+            session.refuse_held_input()
         # 3. In-flight work: the rest of the grace period, then an error answer and cancellation;
         #    subscriptions end gracefully.
-        await dispatcher.shutdown(max(0.0, grace_ends - loop.time()))
+        await session.shutdown(max(0.0, grace_ends - loop.time()))
         # 4. Output goes out until the flush deadline, no longer.
         await self._output.close()
         self.server.close()
-
-    def _refuse_held_input(self) -> None:
-        """Answer -32603 to every request still waiting unparsed, unless a cancellation after it
-        (also still waiting) silences it; other held messages are handled as usual (a bad line
-        still gets its error). Only ids are kept, never params: memory stays flat."""
-        assert self._dispatcher is not None
-        refused: dict[tuple[type, Any], list[Any]] = {}  # key -> [id, requests with that id]
-        while (event := self._next_event()) is not None:
-            if isinstance(event, Request):
-                refused.setdefault((type(event.id), event.id), [event.id, 0])[1] += 1
-            elif isinstance(event, Notification) and event.method == CANCELLED and (target := cancelled_request(event.params)) is not None:
-                waiting = refused.get((type(target), target))
-                if waiting is not None and waiting[1]:
-                    waiting[1] -= 1  # the client cancelled a request it sent: no answer
-                else:
-                    self._dispatch(event)  # cancels a request in flight (or is ignored)
-            else:
-                self._dispatch(event)
-        count = sum(times for _, times in refused.values())
-        if count:
-            log.warning("shutting down: answering %d request(s) that were read but never started with an error", count)
-        for request_id, times in refused.values():
-            for _ in range(times):
-                self._dispatcher.send(error_response(request_id, InternalError(f"Internal error: {SHUTTING_DOWN}; the request was not started")))
 
 
 def _check_seconds(name: str, value: Any) -> None:
@@ -875,15 +387,6 @@ def _restore_blocking(*fds: int) -> None:
             os.set_blocking(fd, True)
         except OSError:
             pass
-
-
-def _make_blocking(fd: int) -> None:
-    """The thread fallback does blocking I/O: undo a non-blocking flag inherited with the fd."""
-    try:
-        if hasattr(os, "get_blocking") and not os.get_blocking(fd):
-            os.set_blocking(fd, True)
-    except OSError:
-        pass
 
 
 def _set_binary_mode(*fds: int) -> None:
@@ -948,14 +451,22 @@ def _install_signal_handlers(loop: asyncio.AbstractEventLoop, stop: Callable[[],
             except NotImplementedError:
                 pass
             else:
-                undo.append(lambda signum=signum: loop.remove_signal_handler(signum))
+
+                def remove(signum: int = signum) -> None:
+                    loop.remove_signal_handler(signum)
+
+                undo.append(remove)
                 continue
         try:
             previous = signal.signal(signum, relay)
         except (ValueError, OSError) as exc:  # not the main thread, or not settable here
             log.debug("stdio: cannot handle signal %s (%s)", signum, exc)
             continue
-        undo.append(lambda signum=signum, previous=previous: signal.signal(signum, previous))
+
+        def restore(signum: int = signum, previous: Any = previous) -> None:
+            signal.signal(signum, previous)
+
+        undo.append(restore)
 
     def uninstall() -> None:
         for step in reversed(undo):
@@ -1029,18 +540,18 @@ def options_from_environment(environ: dict[str, str] | None = None) -> dict[str,
     positive; seconds must be finite, 0 or more, and at most a day (``nan``, ``inf`` and
     negative values are refused).
     """
-    environ = os.environ if environ is None else environ
+    variables: Mapping[str, str] = os.environ if environ is None else environ
     options: dict[str, Any] = {}
-    if "MCP_REF_STDIO" in environ:
-        mode = environ["MCP_REF_STDIO"].strip().lower()
+    if "MCP_REF_STDIO" in variables:
+        mode = variables["MCP_REF_STDIO"].strip().lower()
         if mode in STDIO_MODES:
             options["stdio_mode"] = mode
         else:
-            log.error("ignoring MCP_REF_STDIO=%r: choose %s", environ["MCP_REF_STDIO"], ", ".join(STDIO_MODES))
+            log.error("ignoring MCP_REF_STDIO=%r: choose %s", variables["MCP_REF_STDIO"], ", ".join(STDIO_MODES))
     for variable, (name, kind) in ENVIRONMENT_OPTIONS.items():
-        if variable in environ:
+        if variable in variables:
             try:
-                value = kind(environ[variable])
+                value = kind(variables[variable])
                 if kind is float:
                     if not math.isfinite(value) or value < 0 or value > MAX_ENVIRONMENT_SECONDS:
                         raise ValueError(f"must be a number of seconds from 0 to {MAX_ENVIRONMENT_SECONDS:.0f}")
@@ -1048,7 +559,7 @@ def options_from_environment(environ: dict[str, str] | None = None) -> dict[str,
                     raise ValueError("must be positive")
                 options[name] = value
             except ValueError as exc:
-                log.error("ignoring %s=%r: %s", variable, environ[variable], exc)
+                log.error("ignoring %s=%r: %s", variable, variables[variable], exc)
     return options
 
 

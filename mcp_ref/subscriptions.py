@@ -33,6 +33,7 @@ from .errors import InternalError, InvalidParams, clip
 from .meta import SUBSCRIPTION_ID
 from .resources import MAX_URI_LENGTH
 from .tasks import client_supports_tasks, missing_tasks_extension
+from .wire import notification
 
 if TYPE_CHECKING:
     from .context import RequestContext
@@ -113,7 +114,8 @@ class Subscription:
     @property
     def uris(self) -> list[str]:
         """The URIs this stream holds (honoured, each once)."""
-        return self.honoured.get("resourceSubscriptions", [])
+        uris: list[str] = self.honoured.get("resourceSubscriptions", [])
+        return uris
 
     @property
     def lists(self) -> list[str]:
@@ -219,7 +221,7 @@ class SubscriptionHub:
         if emit is None:
             return
         params = {"_meta": {SUBSCRIPTION_ID: subscription.id}, **params}
-        emit({"jsonrpc": "2.0", "method": method, "params": params})
+        emit(notification(method, params))
 
 
 def _release(counts: Counter[str], keys: list[str]) -> None:
@@ -245,9 +247,9 @@ async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) ->
     check_room_for_uris(server, len(honoured.get("resourceSubscriptions", ())))
     subscription = server.subscriptions.open(ctx.request_id, honoured)
     try:
-        server._watch_changed()  # after the acknowledgement
+        server.watch_changed()  # after the acknowledgement
         await subscription.closed
     finally:
         server.subscriptions.discard(ctx.request_id, subscription)
-        server._watch_changed()
+        server.watch_changed()
     return {"_meta": {SUBSCRIPTION_ID: ctx.request_id}}

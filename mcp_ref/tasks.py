@@ -56,7 +56,10 @@ from .mrtr import InputRequired, check_client_can_answer, check_input_request, p
 
 if TYPE_CHECKING:
     from .context import RequestContext
+    from .dispatcher import Handler
     from .server import Server
+    from .session import Session
+    from .wire import Request
 
 log = logging.getLogger("mcp_ref.tasks")
 
@@ -436,3 +439,122 @@ async def cancel_task(server: Server, ctx: RequestContext, params: dict[str, Any
     """``tasks/cancel``: cancel a running task; an empty ack (also for a task already finished)."""
     _task_for(server, ctx, params, "tasks/cancel").cancel()
     return {}
+
+
+# --- a tools/call that may become a task (the dispatcher's hook) ----------------------------------
+
+
+def may_become_task(server: Server, request: Request, context: RequestContext, modern: bool) -> bool:
+    """May this ``tools/call`` become a task? Its tool was registered with ``task=``, the request's
+    ``_meta`` declares the extension, and the store has room (a place is then reserved).
+
+    A ``task="required"`` tool called without the extension in the request's ``_meta`` is
+    -32021 (a legacy client cannot declare it), before its handler runs.
+    """
+    name = request.params.get("name")
+    tool = server.tools.get(name) if isinstance(name, str) else None
+    if tool is None or tool.task is None:
+        return False
+    if modern and client_supports_tasks(context.client_capabilities):
+        return server.tasks.reserve()
+    if tool.task == "required":
+        raise missing_tasks_extension(f"The tool {tool.name!r} runs only as a task: calling it", legacy=not modern)
+    return False
+
+
+async def call_maybe_as_task(session: Session, handler: Handler, request: Request, context: RequestContext,
+                             complete: Callable[[Server, str, dict[str, Any]], dict[str, Any]],
+                             error_for: Callable[[BaseException, bool, str], ProtocolError]) -> dict[str, Any]:
+    """Run a task-capable ``tools/call`` (a task place is reserved): its result if it finishes
+    within ``answer_within_seconds`` and the handler did not ask for a task, else a
+    ``CreateTaskResult`` while the handler runs on as that task."""
+    server = session.server
+    store = server.tasks
+    wanted = asyncio.Event()
+    status: list[str | None] = [None]
+    task: Task | None = None
+
+    def request_task(message: str | None) -> None:
+        # From run_as_task(), or report_progress() after it: the first status message.
+        def on_loop() -> None:
+            if task is not None:  # it became a task meanwhile (a thread's late call)
+                if message is not None:
+                    task.set_status_message(message)
+                return
+            if message is not None:
+                status[0] = message
+            wanted.set()
+
+        session.on_loop(on_loop)
+
+    context._request_task = request_task
+    work: asyncio.Future[dict[str, Any]] | None = None
+    try:
+        async with session.slots:
+            work = asyncio.ensure_future(handler(server, context, request.params))
+            asked = asyncio.ensure_future(wanted.wait())
+            try:
+                await asyncio.wait((work, asked), timeout=store.settings.answer_within_seconds, return_when=asyncio.FIRST_COMPLETED)
+            finally:
+                asked.cancel()
+            if work.done() and not wanted.is_set():
+                return work.result()  # answered directly (an InputRequired or error included)
+        task = store.create(context.client_capabilities, status[0])
+    finally:
+        if task is None:
+            store.release()
+            context._request_task = None
+            if work is not None and not work.done():
+                work.cancel()  # the request itself was cancelled
+    try:
+        _detach(session, task, context, work, request, handler, lambda result: complete(server, "tools/call", result),
+                lambda exc: error_for(exc, True, "tools/call"))
+    except BaseException:
+        task.cancel()  # never a stored task nobody drives
+        raise
+    log.info("tools/call %r (id %r) continues as task %s", request.params.get("name"), clip(request.id), task.id)
+    return {"resultType": "task", **task.handle()}
+
+
+def _detach(session: Session, task: Task, context: RequestContext, work: asyncio.Future[dict[str, Any]], request: Request,
+            handler: Handler, complete: Callable[[dict[str, Any]], dict[str, Any]], error_for: Callable[[BaseException], ProtocolError]) -> None:
+    """Hand a running ``tools/call`` over to its task: progress becomes the task's status
+    message, and after client input the handler runs again with the task's answers."""
+    from .context import RequestContext
+
+    params = {name: value for name, value in request.params.items() if name not in ("inputResponses", "requestState")}
+
+    def status_of(ctx: RequestContext) -> None:
+        def report(message: str) -> None:
+            session.on_loop(task.set_status_message, message)
+
+        ctx._task_id, ctx._task_status = task.id, report
+        task.context = ctx
+
+    status_of(context)
+    # What the call learnt through MRTR before it became a task carries on into the task:
+    # the retry's answers (validated again when asked, as in MRTR) and the handler's state.
+    carried = dict(context.input_responses)
+    task.answers.update(context.answered)
+    task.issued.update(carried)
+    task.state = context.state
+
+    async def next_round(task: Task) -> dict[str, Any]:
+        ctx = RequestContext(
+            request_id=request.id,
+            method="tools/call",
+            era="modern",
+            protocol_version=context.protocol_version,
+            client_capabilities=task.client_capabilities,
+            client_info=context.client_info,
+            log_level=None,
+            progress_token=None,
+            emit=lambda message: None,  # no notifications in a task: progress is its statusMessage
+            input_responses={**carried, **task.answers},
+            state=task.state,
+        )
+        ctx._finish()
+        status_of(ctx)
+        return await handler(session.server, ctx, params)
+
+    task.start(work, next_round, complete, error_for)

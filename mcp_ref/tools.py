@@ -19,6 +19,7 @@ Spec: server/tools (2026-07-28).
 
 from __future__ import annotations
 
+import inspect
 import json
 import logging
 import re
@@ -80,8 +81,11 @@ class Tool:
     task: str | None = None  # tasks extension: None (never a task), "optional" or "required"
     _check_arguments: Callable[[Any], list[str]] | None = field(default=None, repr=False)
     _check_output: Callable[[Any], list[str]] | None = field(default=None, repr=False)
+    # A coroutine function runs on the event loop, awaited directly; a plain one on the handler pool.
+    is_coroutine: bool = field(default=False, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
+        self.is_coroutine = inspect.iscoroutinefunction(self.handler)
         if not isinstance(self.name, str) or not TOOL_NAME.fullmatch(self.name):
             raise ValueError(
                 f"invalid tool name {self.name!r}: use 1-128 characters from A-Z, a-z, 0-9, '_', '-' and '.'"
@@ -126,8 +130,9 @@ class Tool:
     def argument_errors(self, arguments: dict[str, Any]) -> list[str]:
         """Why ``arguments`` do not satisfy ``inputSchema`` (empty when they do)."""
         try:
-            self.compile()
-            assert self._check_arguments is not None
+            if self._check_arguments is None:
+                self.compile()
+                assert self._check_arguments is not None
             return self._check_arguments(arguments)
         except SchemaError as exc:
             raise InternalError(f"Tool {self.name!r} has an unusable inputSchema: {exc}") from None
@@ -281,7 +286,10 @@ async def call_tool(server: Server, ctx: RequestContext, params: dict[str, Any])
     if problems:
         return invalid_arguments_result(tool, problems)
     try:
-        value = await server.invoke(tool.handler, ctx, arguments)
+        if tool.is_coroutine:  # (Server.invoke's first case, without the call)
+            value = await tool.handler(ctx, arguments)
+        else:
+            value = await server.invoke(tool.handler, ctx, arguments)
     except ToolError as exc:
         return tool_error_result(str(exc) or type(exc).__name__)
     except (ProtocolError, InputRequired):

@@ -210,7 +210,7 @@ def _schema(annotation: Any, seen: tuple[Any, ...]) -> dict[str, Any]:
         return schema
     if annotation is None or annotation is type(None):
         return {"type": "null"}
-    simple = {bool: "boolean", int: "integer", float: "number", str: "string"}.get(annotation)  # type: ignore[call-overload]
+    simple = {bool: "boolean", int: "integer", float: "number", str: "string"}.get(annotation)
     if simple is not None:
         return {"type": simple}
     if origin is typing.Union or origin is types.UnionType:
@@ -344,20 +344,26 @@ def _converter(annotation: Any) -> Converter | None:
         if origin is tuple and not (len(args) == 2 and args[1] is Ellipsis):
             each = [_converter(member) for member in args]
             return lambda value: tuple(c(v) if c else v for c, v in zip(each, value))
-        item = _converter(args[0]) if args else None
+        element = _converter(args[0]) if args else None
+        if element is None:
+            return (lambda value: tuple(value)) if origin is tuple else None
+        convert_element = element
         if origin is tuple:
-            return lambda value: tuple(item(v) if item else v for v in value)
-        return None if item is None else (lambda value: [item(v) for v in value])
+            return lambda value: tuple(convert_element(v) for v in value)
+        return lambda value: [convert_element(v) for v in value]
     if origin is dict and len(args) == 2:
-        item = _converter(args[1])
-        return None if item is None else (lambda value: {k: item(v) for k, v in value.items()})
+        member = _converter(args[1])
+        if member is None:
+            return None
+        convert_member = member
+        return lambda value: {k: convert_member(v) for k, v in value.items()}
     if isinstance(annotation, type) and issubclass(annotation, enum.Enum):
         return annotation
     is_dataclass = isinstance(annotation, type) and dataclasses.is_dataclass(annotation)
     if is_dataclass or typing.is_typeddict(annotation):
         hints = typing.get_type_hints(annotation, include_extras=True)
-        fields = {name: _converter(hint) for name, hint in hints.items()}
-        fields = {name: convert for name, convert in fields.items() if convert is not None}
+        found = {name: _converter(hint) for name, hint in hints.items()}
+        fields = {name: convert for name, convert in found.items() if convert is not None}
 
         def build(value: dict[str, Any]) -> Any:
             converted = {k: (fields[k](v) if k in fields else v) for k, v in value.items()}
@@ -375,12 +381,10 @@ def _doc_descriptions(handler: Callable[..., Any]) -> dict[str, str]:
     doc = inspect.getdoc(handler) or ""
     lines = doc.splitlines()
     found: dict[str, str] = {}
-    for start, line in enumerate(lines):
-        if line.strip() in _DOC_SECTIONS:
-            header_indent = len(line) - len(line.lstrip())
-            break
-    else:
+    start = next((index for index, line in enumerate(lines) if line.strip() in _DOC_SECTIONS), None)
+    if start is None:
         return found
+    header_indent = len(lines[start]) - len(lines[start].lstrip())
     entry_indent: int | None = None
     current: str | None = None
     for line in lines[start + 1 :]:

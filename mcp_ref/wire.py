@@ -52,10 +52,10 @@ scanner and encoder called directly, large strings escaped as bytes) are tested 
 from __future__ import annotations
 
 import json
-import os
 from typing import TYPE_CHECKING, Any, Callable, Iterator, Union
 
-from .content import encoded_base64
+from . import splice
+from .fastjson import ASCII_ENCODER, LINE_SEPARATORS, encode_chunks
 from .errors import InternalError, InvalidRequest, ParseError, ProtocolError
 
 if TYPE_CHECKING:
@@ -81,6 +81,8 @@ CANCELLED = "notifications/cancelled"
 # The longest line WireReader.take_ahead takes out of held input: what may overtake is small, and
 # so is its parse (at most ~350 KiB, the worst case of estimated_cost).
 AHEAD_MAX_BYTES = 16 * 1024
+# A helper-made string of at least this many characters goes on the line as its own buffer (splice).
+SPLICE_MIN_CHARS = 64 * 1024
 
 RequestId = Union[str, int]
 
@@ -114,7 +116,7 @@ class Request(_Event):
     the transport bounds the total of what is in flight by it. (Not compared, not shown.)
     """
 
-    __slots__ = ("id", "method", "params", "cost")
+    __slots__ = ("id", "method", "params", "cost", "key")
     _fields = ("id", "method", "params")
 
     def __init__(self, id: RequestId, method: str, params: dict[str, Any], cost: int = 0) -> None:
@@ -122,6 +124,7 @@ class Request(_Event):
         self.method = method
         self.params = params
         self.cost = cost
+        self.key = (type(id), id)  # request_key(id): the in-flight table's key
 
 
 class Notification(_Event):
@@ -175,57 +178,7 @@ def _reject_constant(name: str) -> Any:
 # One decoder for the whole process. The C scanner still does the work; parse_constant only runs
 # for NaN/Infinity, which JSON does not allow.
 _decoder = json.JSONDecoder(parse_constant=_reject_constant)
-_scan = _decoder.scan_once  # the C scanner itself (see _decode)
-_encoder = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False)
-_ascii_encoder = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"), allow_nan=False)
-# Valid raw in JSON strings, but line breaks to JavaScript (before ES2019), Python's
-# str.splitlines and others: escaped so that no reader can split a message in two.
-_LINE_SEPARATORS = (("\u2028", "\\u2028"), ("\u2029", "\\u2029"), ("\x85", "\\u0085"))
-
-
-def _decode(text: str) -> Any:
-    """``_decoder.decode(text)``, faster for the usual line: one object, nothing around it.
-
-    ``decode`` wraps the C scanner in two whitespace scans and a Python method each side (0.6 us
-    of the 1.7 us a small request takes); this calls the scanner directly when the line starts
-    with ``{`` and the object it reads ends the line. Anything else, errors included, takes the
-    full path, so every value and every error message is exactly ``json``'s.
-    """
-    if text[:1] == "{" and text[-1:] == "}":
-        try:
-            value, end = _scan(text, 0)  # a malformed object raises what decode() would raise...
-        except StopIteration:
-            pass  # ...except a value missing inside it: decode() words that one
-        else:
-            if end == len(text):
-                return value
-    return _decoder.decode(text)
-
-
-def _make_encode() -> Callable[[Any], str]:
-    """``_encoder.encode``, made once. ``JSONEncoder.encode`` builds a new C encoder object for
-    every call (~0.9 us of the 2.4 us a small answer takes); this builds it once, with the same
-    options. Without circular-reference bookkeeping (a shared table would not be thread-safe): a
-    structure that contains itself ends in ``RecursionError`` instead of ``ValueError``, and both
-    are answered alike (``Dispatcher._serve``). Where ``json`` has no C encoder, the plain call.
-    """
-    from json import encoder
-
-    if encoder.c_make_encoder is None:  # pragma: no cover - CPython always has it
-        return _encoder.encode
-    c_encode = encoder.c_make_encoder(
-        None, _encoder.default, encoder.encode_basestring, None, ":", ",", False, False, False
-    )  # markers, default, string encoder, indent, key and item separators, sort_keys, skipkeys, allow_nan
-
-    def encode(value: Any) -> str:
-        return "".join(c_encode(value, 0))
-
-    return encode
-
-
-_encode = _make_encode()
-
-
+_scan = _decoder.scan_once  # type: ignore[attr-defined]  # the C scanner itself, set by JSONDecoder.__init__ (typeshed omits it)
 def is_valid_id(value: Any) -> bool:
     """MCP request ids are strings or integers; never null, bool or float (basic/index#requests)."""
     return isinstance(value, str) or (isinstance(value, int) and not isinstance(value, bool))
@@ -255,7 +208,18 @@ def parse_line(line: bytes | bytearray, *, cost: int = 0) -> Event:
     """
     try:
         text = line.decode("utf-8")
-        message = _decode(text)
+        # The usual line is one object and nothing around it: the C scanner reads it directly
+        # (``_decoder.decode`` wraps the scanner in two whitespace scans and a Python method each
+        # side: 0.6 us of the 1.7 us a small request takes). Anything else, errors included,
+        # takes the full path, so every value and every error message is exactly ``json``'s.
+        end = -1
+        if text[:1] == "{" and text[-1:] == "}":
+            try:
+                message, end = _scan(text, 0)  # a malformed object raises what decode() would raise...
+            except StopIteration:
+                pass  # ...except a value missing inside it: decode() words that one
+        if end != len(text):
+            message = _decoder.decode(text)
     except UnicodeDecodeError as exc:
         return BadMessage(None, ParseError(f"Parse error: input is not valid UTF-8 ({exc.reason} at byte {exc.start})"))
     except (ValueError, RecursionError) as exc:
@@ -270,7 +234,8 @@ def classify(message: Any, *, cost: int = 0) -> Event:
         return BadMessage(None, InvalidRequest(f"Invalid request: expected one JSON-RPC object, got {kind}"))
     has_id = "id" in message
     raw_id = message.get("id")
-    usable_id = raw_id if has_id and is_valid_id(raw_id) else None
+    # is_valid_id(raw_id), inline: this runs for every message.
+    usable_id = raw_id if has_id and (isinstance(raw_id, str) or (isinstance(raw_id, int) and not isinstance(raw_id, bool))) else None
     if message.get("jsonrpc") != "2.0":
         if not has_id and isinstance(message.get("method"), str):
             return MalformedNotification(message["method"], '"jsonrpc" must be "2.0"')
@@ -318,11 +283,11 @@ class WireReader:
         # in at most _id_scan_room more of them.
         self._id_scan: IdScanner | None = None
         self._id_scan_room = 0
-        self._eof = False
+        self.at_eof = False  # feed_eof() was called: the peer closed its side
 
     def feed(self, data: bytes) -> None:
         """Add bytes read from the peer."""
-        if self._eof:
+        if self.at_eof:
             raise RuntimeError("feed() after feed_eof()")
         start = self._start
         if start and start >= len(self._buffer) >> 1:
@@ -336,11 +301,7 @@ class WireReader:
 
     def feed_eof(self) -> None:
         """The peer closed its side: a final unterminated line is delivered by the next ``next_event()``."""
-        self._eof = True
-
-    @property
-    def at_eof(self) -> bool:
-        return self._eof
+        self.at_eof = True
 
     @property
     def buffered_bytes(self) -> int:
@@ -351,7 +312,7 @@ class WireReader:
         """Is there input that ``next_event()`` would turn into an event (or skip) right now?"""
         if self._buffer.find(b"\n", max(self._start, self._scan_from)) >= 0:
             return True
-        return self._eof and self.buffered_bytes > 0
+        return self.at_eof and self.buffered_bytes > 0
 
     def events(self) -> Iterator[Event]:
         """Yield every event that the bytes fed so far complete. Stopping early loses nothing."""
@@ -365,7 +326,10 @@ class WireReader:
             start = self._start
             newline = buffer.find(b"\n", max(start, self._scan_from))
             if newline < 0:
-                return self._incomplete()
+                if self._discarding or self.at_eof or len(buffer) - start > self.max_line_bytes:
+                    return self._incomplete()
+                self._scan_from = len(buffer)  # (the common case of _incomplete: a partial line, or none)
+                return None
             self._start = newline + 1  # consumed before it is parsed: never read twice
             if self._discarding:  # the end of an oversized line: now it is answered
                 self._discarding = False
@@ -378,7 +342,7 @@ class WireReader:
             if size > self.max_line_bytes:
                 self._start_id_scan(buffer, start, newline)  # as if it had streamed in: the CR counts
                 return self._oversized()
-            if not _is_blank(buffer, start, end):
+            if end > start and buffer[start] not in _WHITESPACE and buffer[end - 1] not in _WHITESPACE or not _is_blank(buffer, start, end):
                 if size > _COUNTED_FROM_BYTES:
                     return self._parse(buffer, start, end)
                 try:  # (_parse for a small line, inlined: this is the per-message path)
@@ -393,7 +357,7 @@ class WireReader:
         if self._discarding:
             self._scan_dropped(buffer, self._start, len(buffer))
             self._reset()
-            if self._eof:  # the oversized line ends with the input
+            if self.at_eof:  # the oversized line ends with the input
                 self._discarding = False
                 return self._oversized()
             return None
@@ -404,11 +368,11 @@ class WireReader:
             # it is answered when it ends (at its newline), so that the answer can carry that id.
             self._start_id_scan(buffer, self._start, len(buffer))
             self._reset()
-            if self._eof:
+            if self.at_eof:
                 return self._oversized()
             self._discarding = True
             return None
-        if self._eof and pending:
+        if self.at_eof and pending:
             line = bytes(buffer[self._start :]).rstrip(b"\r")
             self._reset()
             if line.strip():
@@ -435,6 +399,7 @@ class WireReader:
 
     def _too_costly(self, request_id: RequestId | None, cost: int) -> BadMessage:
         mib = 1024 * 1024
+        assert self.max_parsed_bytes is not None  # (only a reader with the limit refuses)
         return BadMessage(request_id, InvalidRequest(
             f"Invalid request: the message would take about {-(-cost // mib)} MiB once parsed, more than the "
             f"{self.max_parsed_bytes // mib} MiB one request may hold (it has too many arrays, objects or values)"))
@@ -552,22 +517,36 @@ def encode_message(message: dict[str, Any]) -> bytes:
 
 
 def encode_message_parts(message: dict[str, Any]) -> list[bytes]:
-    """``encode_message``'s line as consecutive buffers: usually one; several for a result carrying
-    a large string (see "large results" below: the JSON before it, the string, the rest with the
-    newline), so a transport that writes a list of buffers (``writev``) sends a many-megabyte
-    answer without first copying it into one more buffer."""
-    spliced = _encode_around_large_string(message)
-    if spliced is not None:
-        return spliced
+    """``encode_message``'s line as consecutive buffers: usually one; several for a result holding
+    a large string a content helper made (``mcp_ref.splice``: the JSON before it, the string, the
+    rest with the newline), so a transport that writes a list of buffers (``writev``) sends a
+    many-megabyte answer without first copying it into one more buffer."""
+    result = message.get("result")
+    if isinstance(result, dict) and (key := _large_string_list(result)) is not None:
+        parts = splice.encode_parts(message, key, SPLICE_MIN_CHARS)
+        if parts is not None:
+            return parts
     return [_encode_line(message)]
+
+
+def _large_string_list(result: dict[str, Any]) -> str | None:
+    """``"content"`` or ``"contents"`` when that list of ``result`` holds a block a content helper
+    marked with a string of at least ``SPLICE_MIN_CHARS`` (``splice.Marked.size``), else None."""
+    for key in ("content", "contents"):
+        items = result.get(key)
+        if type(items) is list:
+            for item in items:
+                if isinstance(item, splice.Marked) and item.size >= SPLICE_MIN_CHARS:
+                    return key
+    return None
 
 
 def _encode_line(message: dict[str, Any]) -> bytes:
     """The line of ``encode_message``, in one buffer."""
-    text = _encode(message)
+    text = "".join(encode_chunks(message, 0))  # fastjson: json's C encoder, made once
     # isascii() is O(1) on CPython (a flag of the string): ASCII-only lines pay nothing more.
     if not text.isascii():
-        for raw, escaped in _LINE_SEPARATORS:
+        for raw, escaped in LINE_SEPARATORS:
             if raw in text:  # only ever inside strings: JSON has them nowhere else
                 text = text.replace(raw, escaped)
     text += "\n"  # resized in place (the only reference): no second copy of a large result
@@ -576,7 +555,24 @@ def _encode_line(message: dict[str, Any]) -> bytes:
     except UnicodeEncodeError:
         # A lone surrogate (e.g. an undecodable file name) cannot be UTF-8; JSON's \\u escapes can
         # still carry it, so the line stays valid JSON and valid UTF-8.
-        return _ascii_encoder.encode(message).encode("ascii") + b"\n"
+        return ASCII_ENCODER.encode(message).encode("ascii") + b"\n"
+
+
+def request_key(request_id: Any) -> tuple[type, Any]:
+    """A request id as a dict key: 1 and "1" are different request ids."""
+    return (type(request_id), request_id)
+
+
+def response_parts(request_id: RequestId, outcome: dict[str, Any] | ProtocolError) -> list[bytes]:
+    """The response line to a request, its result or its error, as ``encode_message_parts`` makes it."""
+    if isinstance(outcome, ProtocolError):
+        return [_encode_line(error_response(request_id, outcome))]
+    message = {"jsonrpc": "2.0", "id": request_id, "result": outcome}
+    if (key := _large_string_list(outcome)) is not None:
+        parts = splice.encode_parts(message, key, SPLICE_MIN_CHARS)
+        if parts is not None:
+            return parts
+    return [_encode_line(message)]
 
 
 def result_response(request_id: RequestId, result: dict[str, Any]) -> dict[str, Any]:
@@ -593,107 +589,14 @@ def error_response(request_id: RequestId | None, error: ProtocolError) -> dict[s
     return {"jsonrpc": "2.0", "id": request_id, "error": error.to_error()}
 
 
+def request(request_id: RequestId, method: str, params: dict[str, Any]) -> dict[str, Any]:
+    """A JSON-RPC request from the server (to initialize-era clients only: ``outgoing``)."""
+    return {"jsonrpc": "2.0", "id": request_id, "method": method, "params": params}
+
+
 def notification(method: str, params: dict[str, Any] | None = None) -> dict[str, Any]:
     """A JSON-RPC notification from the server."""
     message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
     if params is not None:
         message["params"] = params
     return message
-
-
-# --- large results ------------------------------------------------------------------------------
-
-# A result's large string -- base64 made by the content helpers, or a text block's or resource
-# contents' text -- is put on the line as separate buffers instead of going through the JSON
-# encoder with the rest of the message: the rest is encoded with a marker in its place, and the
-# line is sent as [JSON before it, the string as JSON, JSON after it] (``encode_message_parts``),
-# so it is never copied into one more line-sized buffer. The line is byte for byte the same.
-# * Helper-made base64 needs no escaping and is already bytes (``content.encoded_base64``): it
-#   goes out as it is (the JSON encoder would check each of its characters: ~14 ms for the
-#   11 MiB of an 8 MiB file).
-# * ASCII text is escaped with a few whole-buffer byte operations when it needs only the short
-#   escapes (quote, backslash, newline, carriage return, tab), ~4 times faster than the
-#   encoder's character loop; other text goes through the encoder alone.
-SPLICE_MIN_CHARS = 64 * 1024
-_MARKER = "mcp-ref-splice-" + os.urandom(16).hex()  # stands in for the string while the rest is encoded
-_QUOTED_MARKER = f'"{_MARKER}"'
-
-# ASCII bytes that stand for themselves in a JSON string (json escapes only controls, " and \).
-_PLAIN_ASCII = bytes(byte for byte in range(0x20, 0x80) if byte not in b'"\\')
-# The escapes json writes for the others that text usually holds; the backslash goes first.
-_SHORT_ESCAPES = ((b"\\", b"\\\\"), (b'"', b'\\"'), (b"\n", b"\\n"), (b"\r", b"\\r"), (b"\t", b"\\t"))
-_MAX_ESCAPE_PASSES = 2
-
-
-def _encode_around_large_string(message: dict[str, Any]) -> list[bytes] | None:
-    """``encode_message_parts`` for a result with a large string in a ``tools/call`` block, an
-    embedded resource or ``resources/read`` contents (see above), else None."""
-    result = message.get("result")
-    if not isinstance(result, dict):
-        return None
-    for key in ("content", "contents"):
-        items = result.get(key)
-        if not isinstance(items, list):
-            continue
-        for index, item in enumerate(items):
-            swapped = _swap_large_string(item)
-            if swapped is None:
-                continue
-            stand_in, literal = swapped
-            text = _encode({**message, "result": {**result, key: [*items[:index], stand_in, *items[index + 1:]]}})
-            if text.count(_MARKER) != 1:
-                return None  # the marker is also in the data (practically impossible): no shortcut
-            head, _marker, tail = text.partition(_QUOTED_MARKER)
-            if not text.isascii():
-                for raw, escaped in _LINE_SEPARATORS:
-                    head, tail = head.replace(raw, escaped), tail.replace(raw, escaped)
-            try:
-                return [head.encode("utf-8"), *literal, (tail + "\n").encode("utf-8")]
-            except UnicodeEncodeError:
-                return None  # a lone surrogate elsewhere in the message: the \u-escaping path
-    return None
-
-
-def _swap_large_string(item: Any) -> tuple[dict[str, Any], list[bytes]] | None:
-    """``item`` with its large string replaced by the marker, and that string as a JSON string
-    literal (quotes included) in buffers; None when it has none (or one better left to the
-    encoder: a lone surrogate)."""
-    encoded = encoded_base64(item)
-    if encoded is not None and len(encoded[1]) >= SPLICE_MIN_CHARS:
-        field, payload = encoded
-        return {**item, field: _MARKER}, [b'"', payload, b'"']
-    if not isinstance(item, dict):
-        return None
-    value = item.get("text")
-    if type(value) is str and len(value) >= SPLICE_MIN_CHARS:
-        literal = _string_literal(value)
-        return None if literal is None else ({**item, "text": _MARKER}, literal)
-    if item.get("type") == "resource":
-        inner = _swap_large_string(item.get("resource"))
-        if inner is not None:
-            return {**item, "resource": inner[0]}, inner[1]
-    return None
-
-
-def _string_literal(value: str) -> list[bytes] | None:
-    """``value`` as the encoder writes it in a line (quoted, escaped, UTF-8), in buffers; None
-    for a lone surrogate (the line then takes the \\u-escaping path)."""
-    if value.isascii():  # O(1): a flag of the string
-        data = value.encode("ascii")  # a copy at memory speed
-        special = data.translate(None, _PLAIN_ASCII)  # the bytes that need escaping, in one pass
-        escapes = [(raw, escaped) for raw, escaped in _SHORT_ESCAPES if raw in special]
-        # Only short escapes (anything else: the encoder), and at most two kinds: each kind is one
-        # more pass over the text, and from the third on the encoder's single loop is faster.
-        if len(escapes) <= _MAX_ESCAPE_PASSES and len(special) == sum(special.count(raw) for raw, _ in escapes):
-            for raw, escaped in escapes:
-                data = data.replace(raw, escaped)
-            return [b'"', data, b'"']
-    literal = _encode(value)
-    if not literal.isascii():
-        for raw, escaped in _LINE_SEPARATORS:
-            if raw in literal:
-                literal = literal.replace(raw, escaped)
-    try:
-        return [literal.encode("utf-8")]
-    except UnicodeEncodeError:
-        return None
