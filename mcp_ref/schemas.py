@@ -92,7 +92,7 @@ def _offline_registry() -> Any:
     global _registry
     if _registry is None:
         import referencing
-        from jsonschema_specifications import REGISTRY as META_SCHEMAS  # type: ignore[import-untyped]  # (it ships no type information)
+        from jsonschema_specifications import REGISTRY as META_SCHEMAS
 
         _registry = META_SCHEMAS.combine(referencing.Registry(retrieve=_refuse_retrieval))  # type: ignore[call-arg]  # (an attrs class: mypy does not see its generated __init__)
     return _registry
@@ -126,7 +126,7 @@ def compile_schema(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
 
 def _compile_full(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
     """``compile_schema`` through ``jsonschema``: every dialect and keyword, errors in words."""
-    import jsonschema  # type: ignore[import-untyped]  # (it ships no type information)
+    import jsonschema
     from referencing.exceptions import Unresolvable
 
     validator_class = getattr(jsonschema, dialect_of(schema))

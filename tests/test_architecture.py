@@ -19,14 +19,14 @@ import pytest
 from tools import trace_request
 
 PROJECT = Path(__file__).resolve().parents[1]
-MAX_FUNCTIONS = 45
-MAX_FILES = 10
-MAX_SWITCHES = 20
+# The path's ceilings, as the code stands: a change that adds functions, files or switches to it
+# fails here. Issue 19 aims lower (45 functions in 10 files, 20 switches); lower these as the path
+# gets shorter, never raise them.
+MAX_FUNCTIONS = 55
+MAX_FILES = 15
+MAX_SWITCHES = 26
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 700
-# The filesystem server's part of the path (and its two long modules) is cut down on its own
-# branch; until that is merged, the whole path is over these limits.
-FS_SHARE = "issue 19's filesystem-server share (mcp_ref_fs cut to at most 20 functions in 4 files on the path) is not merged yet"
 
 
 @pytest.fixture(scope="module")
@@ -34,18 +34,15 @@ def trace() -> trace_request.Trace:
     return trace_request.trace_read_text_file()
 
 
-@pytest.mark.xfail(strict=False, reason=FS_SHARE)
-def test_the_path_of_one_request_passes_at_most_45_functions(trace: trace_request.Trace) -> None:
+def test_the_path_of_one_request_passes_at_most_its_ceiling_of_functions(trace: trace_request.Trace) -> None:
     assert len(trace.functions) <= MAX_FUNCTIONS, trace.summary()
 
 
-@pytest.mark.xfail(strict=False, reason=FS_SHARE)
-def test_the_path_of_one_request_lies_in_at_most_10_files(trace: trace_request.Trace) -> None:
+def test_the_path_of_one_request_lies_in_at_most_its_ceiling_of_files(trace: trace_request.Trace) -> None:
     assert len(trace.files) <= MAX_FILES, trace.files
 
 
-@pytest.mark.xfail(strict=False, reason=FS_SHARE)
-def test_the_path_of_one_request_switches_files_at_most_20_times(trace: trace_request.Trace) -> None:
+def test_the_path_of_one_request_switches_files_at_most_its_ceiling(trace: trace_request.Trace) -> None:
     assert trace.switches <= MAX_SWITCHES, trace.summary()
 
 
@@ -76,7 +73,6 @@ def test_no_module_of_the_library_is_longer_than_700_lines() -> None:
     assert not _long_modules("mcp_ref")
 
 
-@pytest.mark.xfail(strict=False, reason=FS_SHARE)
 def test_no_module_of_the_filesystem_server_is_longer_than_700_lines() -> None:
     assert not _long_modules("servers/mcp_ref_fs")
 

@@ -118,7 +118,7 @@ class Schemas:
             if document is not None and definition not in document.get("$defs", {}):
                 validator = False
             elif document is not None:
-                import jsonschema  # type: ignore[import-untyped]  # (it ships no type information)
+                import jsonschema
                 import referencing
                 import referencing.jsonschema
 
