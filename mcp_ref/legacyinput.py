@@ -106,7 +106,6 @@ async def _ask(session: Session, request: Request, needed: InputRequired, rounds
         )
         for key, r in needed.requests.items()
     }
-    session.room()  # requests waiting for the client's own answer do not count in the backlog
     try:
         done, _ = await asyncio.wait(asks.values(), return_when=asyncio.FIRST_EXCEPTION)
         for task in asks.values():

@@ -49,8 +49,11 @@ class ClientRequestFailed(Exception):
 class Outgoing:
     """Our requests to the client: id allocation, pending futures, correlation, timeouts."""
 
-    def __init__(self, send: Callable[[dict[str, Any]], None]) -> None:
+    def __init__(self, send: Callable[[dict[str, Any]], None], on_waiting: Callable[[], None] | None = None) -> None:
         self._send = send
+        # Called once a request waits for the client: the session's budgets leave it out, so
+        # held input may go on (the client's answer may be in it).
+        self._on_waiting = on_waiting
         self._ids = itertools.count(1)
         self._pending: dict[str, asyncio.Future[dict[str, Any]]] = {}
         self._closed: str | None = None
@@ -66,6 +69,8 @@ class Outgoing:
         self.waiting += 1
         try:
             self._send(request_message(request_id, method, params))
+            if self._on_waiting is not None:
+                self._on_waiting()
             try:
                 return await asyncio.wait_for(future, timeout)
             except TimeoutError:

@@ -146,10 +146,14 @@ class _Lines:
         self._sink = sink
 
     def write_parts(self, parts: Sequence[bytes]) -> None:
-        self._sink.write(parts[0] if len(parts) == 1 else b"".join(parts))
+        write_parts = getattr(self._sink, "write_parts", None)
+        if write_parts is not None:
+            write_parts(parts)
+        else:
+            self._sink.write(parts[0] if len(parts) == 1 else b"".join(parts))
 
     def write_optional(self, line: bytes) -> None:
-        self._sink.write(line)
+        getattr(self._sink, "write_optional", self._sink.write)(line)
 
     def when_written(self, callback: Callable[[], None]) -> None:
         when_written = getattr(self._sink, "when_written", None)
@@ -162,11 +166,15 @@ class _Lines:
         await self._sink.drain()
 
 
+_OUTPUT_NAMES = ("buffered", "high_water", "write_parts", "write_optional", "when_written", "drain")
+
+
 def as_output(sink: Output | LineSink) -> Output:
-    """``sink`` as an ``Output`` (a plain ``LineSink`` gets the adapter above)."""
-    if hasattr(sink, "write_parts"):
-        return cast(Output, sink)  # (the Protocol is not runtime-checkable: its method says it)
-    return _Lines(sink)
+    """``sink`` as an ``Output``: a sink with all of ``Output`` as it is, any other (a ``LineSink``,
+    perhaps with some of ``Output``'s methods) through the adapter above."""
+    if all(hasattr(sink, name) for name in _OUTPUT_NAMES):
+        return cast(Output, sink)  # (the Protocol is not runtime-checkable: its members say it)
+    return _Lines(cast(LineSink, sink))
 
 
 class InFlight:
@@ -239,7 +247,7 @@ class Session:
         self.holding = False  # input waits because a budget is full
         self.on_input_wanted: Callable[[], None] | None = None  # the transport's: look at wants_input again
         self._changed = asyncio.Event()  # set whenever room may have appeared (see serve_held_input)
-        self.outgoing = Outgoing(self.send)  # requests to initialize-era clients only
+        self.outgoing = Outgoing(self.send, self.room)  # requests to initialize-era clients only
         server.bind(self.emit, self.emit_optional)
 
     # --- output -------------------------------------------------------------------------------
@@ -445,7 +453,7 @@ class Session:
             return
         try:
             parts = response_parts(request.id, outcome)
-        except (TypeError, ValueError, RecursionError) as exc:
+        except Exception as exc:  # (TypeError, ValueError, RecursionError from json; anything a hand-made marked block raises)
             log.error("result of %s (id %r) is not JSON-serializable: %s", request.method, clip(request.id), exc)
             why = TOO_MANY_DIGITS if too_many_digits(exc) else "it could not be encoded as JSON"
             parts = response_parts(request.id, InternalError(f"Internal error: the {request.method} result was not sent: {why}"))
@@ -526,6 +534,7 @@ class Session:
         cancelled already are left alone (never answered twice).
         """
         self.accepting = False
+        self._changed.set()  # shutdown's first step stops waiting for room: nothing more starts
         for entry in list(self._in_flight.values()):
             if entry.request.method == "subscriptions/listen" or entry.cancelled:
                 continue

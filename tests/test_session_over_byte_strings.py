@@ -10,7 +10,8 @@ import asyncio
 import json
 from typing import Any
 
-from mcp_ref import Server
+from mcp_ref import Server, elicit_form
+from mcp_ref import session as session_module
 from mcp_ref.meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION
 from mcp_ref.session import Session
 from mcp_ref.versions import MODERN_VERSION
@@ -118,3 +119,73 @@ async def test_at_shutdown_requests_still_held_unparsed_are_answered_with_an_err
     gate.set()
     await session.shutdown(1.0)
     assert (await lines.answer_to(1))["result"]["content"][0]["text"] == "done"
+
+
+def legacy_line(message: dict[str, Any]) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", **message}).encode() + b"\n"
+
+
+async def test_held_input_goes_on_when_a_request_starts_waiting_for_the_clients_answer(monkeypatch: Any) -> None:
+    # An initialize-era tool that asks the client (elicitation/create) no longer counts in the
+    # backlog once its question is out. With the backlog full until then (2 here: a slow call and
+    # the asking one), the held request and the client's answer must be read as soon as the
+    # question leaves, not when some other request happens to end.
+    monkeypatch.setattr(session_module, "BACKLOG_HIGH_WATER", 2)
+    server, gate = gated_server()
+
+    @server.tool()
+    async def ask(ctx: Any, args: dict[str, Any]) -> str:
+        answer = ctx.ask("go", elicit_form("Go on?", {"type": "object", "properties": {"ok": {"type": "boolean"}}}))
+        return f"asked: {answer['action']}"
+
+    @server.tool()
+    async def quick(ctx: Any, args: dict[str, Any]) -> str:
+        return "quick"
+
+    lines = Lines()
+    session = Session(server, lines)
+    session.receive_data(legacy_line({"id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25", "capabilities": {"elicitation": {"form": {}}}, "clientInfo": {"name": "c", "version": "1"}}}))
+    await lines.answer_to(0)
+    session.receive_data(legacy_line({"method": "notifications/initialized"})
+                         + legacy_line({"id": 1, "method": "tools/call", "params": {"name": "wait", "arguments": {}}})
+                         + legacy_line({"id": 2, "method": "tools/call", "params": {"name": "ask", "arguments": {}}})
+                         + legacy_line({"id": 3, "method": "tools/call", "params": {"name": "quick", "arguments": {}}}))
+    assert (await lines.answer_to(3))["result"]["content"][0]["text"] == "quick"  # the slow call still runs
+    question = next(message for message in lines.messages if message.get("method") == "elicitation/create")
+    session.receive_data(legacy_line({"id": question["id"], "result": {"action": "accept", "content": {"ok": True}}}))
+    assert (await lines.answer_to(2))["result"]["content"][0]["text"] == "asked: accept"
+    gate.set()
+    await session.shutdown(1.0)
+
+
+class CongestedOutput(Lines):
+    """An ``Output`` whose client reads nothing: always above its high-water mark."""
+
+    buffered = 2
+    high_water = 1
+
+    def write_parts(self, parts: list[bytes]) -> None:
+        self.write(b"".join(parts))
+
+    def write_optional(self, line: bytes) -> None:
+        self.write(line)
+
+    def when_written(self, callback: Any) -> None:
+        pass
+
+
+async def test_cancelling_everything_ends_shutdowns_wait_for_room_at_once() -> None:
+    # Shutdown's first step waits for room to serve held input. Here input is held only because
+    # the client reads nothing (nothing is in flight, so no request's end will wake the wait); a
+    # second signal (or a lost stdout) cancels everything, and the wait must end then, not when
+    # the grace period does.
+    server, _ = gated_server()
+    session = Session(server, CongestedOutput())
+    session.receive_data(line(1, "tools/call", {"name": "wait"}))
+    assert session.holding and not session.is_in_flight(1)
+    waiting = asyncio.ensure_future(session.serve_held_input(until=session.loop.time() + 60))
+    await asyncio.sleep(0)  # (one turn: the step is now waiting for room)
+    session.cancel_in_flight()
+    await asyncio.wait_for(waiting, 5)  # it used to sit out the whole grace period
+    assert not session.accepting
