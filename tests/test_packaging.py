@@ -136,6 +136,21 @@ MANIFEST_KEYS = {"$schema", "dxt_version", "manifest_version", "name", "display_
 USER_CONFIG_TYPES = {"string", "number", "boolean", "directory", "file"}
 
 
+def test_no_dependency_marker_compares_a_free_form_platform_string() -> None:
+    """``platform_release`` and ``platform_version`` are whatever the system says (a Linux kernel:
+    ``6.8.0-45-generic``). pip 24.2, as Python 3.13.0 ships it (its packaging is 24.1), evaluates
+    such a comparison (``>=``, ``==``, ...) as one of versions, on every platform (it evaluates the
+    whole marker), and raised InvalidVersion: it could not install the project at all (``make test
+    PYTHON=python3.13``: ``Invalid version: '6.18.44-fc-v657'``). ``in`` compares strings."""
+    from packaging.requirements import Requirement
+
+    compared = re.compile(r"\b(platform_release|platform_version)\s*[<>=!~]|[<>=!~]=?\s*(platform_release|platform_version)\b")
+    dependencies = [*PROJECT["dependencies"], *(d for group in PROJECT["optional-dependencies"].values() for d in group)]
+    for dependency in dependencies:
+        marker = Requirement(dependency).marker  # its str() writes each comparison as variable op "value"
+        assert marker is None or not compared.search(str(marker)), dependency
+
+
 def test_the_manifest_has_the_required_fields_of_mcpb_v0_4() -> None:
     assert set(MANIFEST) <= MANIFEST_KEYS
     assert MANIFEST["manifest_version"] == "0.4"

@@ -346,6 +346,38 @@ def test_cancelled_edits_do_not_keep_an_unrelated_directory_tree_waiting(tmp_pat
     assert all("edit 0000000000" not in path.read_text() for path in (root / "files").iterdir())
 
 
+@pytest.mark.req("FS-WORK-NEVER-STARVED", "FS-EDIT-DIFF-BOUNDED")
+def test_four_cancelled_diffs_of_a_60000_line_file_do_not_keep_a_directory_tree_waiting(tmp_path: Path) -> None:
+    """The issue's own case: four edits of both ends of a 60,000-line file cycling through 101
+    values, cancelled once they are under way. On 7f72c80 each diff took ~20 s of difflib that no
+    cancellation stopped, holding all four worker threads: the directory_tree after them waited
+    85 s. (The test above, of many small edits, passed there once of two: those stopped between edits.)"""
+    root = tmp_path / "root"
+    (root / "tree" / "a").mkdir(parents=True)
+    (root / "tree" / "a" / "leaf.txt").write_text("leaf\n")
+    text = "first line\n" + "".join(f"value {i % 101}\n" for i in range(59_998)) + "last line\n"
+    for index in range(4):
+        (root / f"cycle{index}.txt").write_text(text)
+    edits = [{"oldText": "first line", "newText": "FIRST"}, {"oldText": "last line", "newText": "LAST"}]
+    started = tmp_path / "started"
+    hook = around_work(f"""
+        def before(number):
+            with open({str(started)!r}, "a") as marker:
+                marker.write("started\\n")
+        def after(number): pass
+    """)
+    with hooked(hook, root) as server:
+        ids = list(range(1, 5))
+        server.send_many([tool_call(i, "edit_file", {"path": str(root / f"cycle{i - 1}.txt"), "edits": edits}) for i in ids])
+        deadline = time.monotonic() + 30
+        while not (started.exists() and started.read_text().count("started") >= 4):  # all four are under way
+            assert time.monotonic() < deadline, "the edits never started"
+            time.sleep(0.01)
+        server.send_many([cancel(i) for i in ids])
+        tree = server.request(tool_call(100, "directory_tree", {"path": str(root / "tree")}))
+        assert json.loads(text_of(tree)) == [{"name": "a", "type": "directory", "children": [{"name": "leaf.txt", "type": "file"}]}]
+
+
 # --- 5: permissions the rewrite must not get around -------------------------------------------------------
 
 
