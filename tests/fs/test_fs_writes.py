@@ -78,6 +78,24 @@ def around_work(before_and_after: str) -> str:
     return textwrap.dedent(before_and_after) + textwrap.dedent(AROUND_WORK)
 
 
+def marking_work_started(marker: Path) -> str:
+    """A hook that adds a line to ``marker`` each time the server's work starts."""
+    return around_work(f"""
+        def before(number):
+            with open({str(marker)!r}, "a") as marker:
+                marker.write("started\\n")
+        def after(number): pass
+    """)
+
+
+def wait_until_started(marker: Path, count: int, timeout: float = 30) -> None:
+    """Wait until ``marker`` says the server's work started ``count`` times."""
+    deadline = time.monotonic() + timeout
+    while not (marker.exists() and marker.read_text().count("started") >= count):
+        assert time.monotonic() < deadline, "the edits never started"
+        time.sleep(0.01)  # the poll interval: the condition is the marker file
+
+
 def another_program_runs(source: str, *, at: int = 1) -> str:
     """A hook: once the ``at``-th piece of the server's thread work is done, another program (a
     separate Python process) runs ``source``, and the server goes on when it has exited."""
@@ -324,20 +342,12 @@ def test_cancelled_edits_do_not_keep_an_unrelated_directory_tree_waiting(tmp_pat
         (root / "files" / f"f{index}.txt").write_text("".join(f"line {i:010d} padding\n" for i in range(line_count)))
     edits = [{"oldText": f"line {line_count - 1 - k:010d} ", "newText": f"edit {k:010d} "} for k in range(1000)]
     started = tmp_path / "started"
-    hook = around_work(f"""
-        def before(number):
-            with open({str(started)!r}, "a") as marker:
-                marker.write("started\\n")
-        def after(number): pass
-    """)
+    hook = marking_work_started(started)
     with hooked(hook, root) as server:
         ids = list(range(1, 9))
         server.send_many([tool_call(i, "edit_file", {"path": str(root / "files" / f"f{i - 1}.txt"), "edits": edits})
                           for i in ids])
-        deadline = time.monotonic() + 30
-        while not (started.exists() and started.read_text().count("started") >= 3):  # the work is under way
-            assert time.monotonic() < deadline, "the edits never started"
-            time.sleep(0.01)
+        wait_until_started(started, 3)  # the work is under way
         server.send_many([cancel(i) for i in ids])
         tree = server.request(tool_call(100, "directory_tree", {"path": str(root / "tree")}))
         assert json.loads(text_of(tree)) == [{"name": "a", "type": "directory", "children": [{"name": "leaf.txt", "type": "file"}]}]
@@ -360,19 +370,11 @@ def test_four_cancelled_diffs_of_a_60000_line_file_do_not_keep_a_directory_tree_
         (root / f"cycle{index}.txt").write_text(text)
     edits = [{"oldText": "first line", "newText": "FIRST"}, {"oldText": "last line", "newText": "LAST"}]
     started = tmp_path / "started"
-    hook = around_work(f"""
-        def before(number):
-            with open({str(started)!r}, "a") as marker:
-                marker.write("started\\n")
-        def after(number): pass
-    """)
+    hook = marking_work_started(started)
     with hooked(hook, root) as server:
         ids = list(range(1, 5))
         server.send_many([tool_call(i, "edit_file", {"path": str(root / f"cycle{i - 1}.txt"), "edits": edits}) for i in ids])
-        deadline = time.monotonic() + 30
-        while not (started.exists() and started.read_text().count("started") >= 4):  # all four are under way
-            assert time.monotonic() < deadline, "the edits never started"
-            time.sleep(0.01)
+        wait_until_started(started, 4)  # all four are under way
         server.send_many([cancel(i) for i in ids])
         tree = server.request(tool_call(100, "directory_tree", {"path": str(root / "tree")}))
         assert json.loads(text_of(tree)) == [{"name": "a", "type": "directory", "children": [{"name": "leaf.txt", "type": "file"}]}]
