@@ -53,9 +53,10 @@ LEGACY_VERSION = "2025-11-25"
 WINDOW = 32  # requests in flight in the pipelined workloads
 IDLE_SECONDS = 120.0  # no output for this long with an answer due: the server is stuck
 NEEDLE = "needle_7f3a9"  # the grep literal; the generated words never contain it
-# Same work as the peers: no 1000-entry cap on trees and searches, and no pacing of calls (the
-# workloads send thousands back to back, as a runaway loop would; the peers pace none).
-REF_LIMITS = ["--max-entries", "1000000", "--max-calls-per-second", "0"]
+# Same work as the peers: no 1000-entry cap on trees and searches, no answer budget (the peers cut
+# no answer to fit a host: issue 20), and no pacing of calls (the workloads send thousands back to
+# back, as a runaway loop would; the peers pace none).
+REF_LIMITS = ["--max-entries", "1000000", "--max-answer-bytes", "1000000000", "--max-calls-per-second", "0"]
 
 
 class Wrong(core.BenchError):
@@ -1481,7 +1482,7 @@ def main(argv: list[str] | None = None) -> int:
         results["notes"].append(note)
         if node:
             peers.update(node=node["node"], node_entry=node["entry"])
-    results["notes"].append(f"mcp-ref-fs runs with {' '.join(REF_LIMITS)} (the default 1000-entry cap would cut the 10k tree)")
+    results["notes"].append(f"mcp-ref-fs runs with {' '.join(REF_LIMITS)} (the default 1000-entry cap and answer budget would cut trees, searches and greps)")
     setup_started = time.perf_counter()
 
     if options.variant and not os.path.isfile(os.path.join(options.variant, "mcp_ref_fs", "__init__.py")):

@@ -90,6 +90,7 @@ def _entry_kind(item: os.DirEntry[str], info: os.stat_result) -> str:
     return "symlink" if kind == "directory" and _is_junction(item) else kind
 
 
+_ZEROS, _ZERO_TIMES = itertools.repeat(0), itertools.repeat(0.0)  # an Entry's size and time in listings without sizes
 _name_of = operator.attrgetter("name")  # the sort key of directory entries (in C: no Python call per entry)
 
 
@@ -164,6 +165,10 @@ class Listings(SandboxCore):
                 return location, entries, len(sized)
             items.sort(key=_name_of)
             items = _without_temporaries(items)
+            if not sizes:
+                names, kinds = self._names_and_kinds(location, items[start:None if limit is None else start + limit], most)
+                entries = [_new_entry(Entry, fields) for fields in zip(names, kinds, _ZEROS, _ZERO_TIMES)]
+                return location, entries, len(items)
             for item in items[start:None if limit is None else start + limit]:
                 try:
                     # is_file first: one call (no stat where the listing carries types) settles most entries.
@@ -172,18 +177,70 @@ class Listings(SandboxCore):
                         raise CostlyListing(f"{location.display} holds links to resolve")
                     if kind == "symlink" and (linked := self._linked(location.child(item.name))) is not None:
                         kind, info = _kind(linked.st_mode), linked  # shown as what it points to
-                    elif sizes:
-                        info = item.stat(follow_symlinks=False)
                     else:
-                        entries.append(_new_entry(Entry, (item.name, kind, 0, 0.0)))
-                        continue
+                        info = item.stat(follow_symlinks=False)
                 except OSError:
                     continue  # vanished meanwhile
-                entries.append(_new_entry(Entry, (item.name, kind, info.st_size if sizes else 0,
-                                                  info.st_mtime if sizes else 0.0)))
+                entries.append(_new_entry(Entry, (item.name, kind, info.st_size, info.st_mtime)))
         finally:
             act.close(fd)
         return location, entries, len(items)
+
+    def list_kinds_page(self, path: str, *, limit: int | None = None, most: int | None = None,
+                        start: int = 0) -> tuple[Location, list[str], list[str], int]:
+        """``list_directory_page(..., sizes=False)`` as two lists, the names and their kinds, without
+        an ``Entry`` per name (what ``list_directory`` shows): ``limit`` names from the ``start``-th,
+        sorted by name, and how many there are; ``most`` as there."""
+        location, fd = self.open_directory(path)
+        try:
+            with self.act.scandir(fd) as scan:
+                items = list(scan if most is None else itertools.islice(scan, most + 1))
+        finally:
+            self.act.close(fd)
+        if most is not None and len(items) > most:
+            raise CostlyListing(f"{location.display} holds more than {most} entries")
+        items.sort(key=_name_of)
+        items = _without_temporaries(items)
+        names, kinds = self._names_and_kinds(location, items[start:None if limit is None else start + limit], most)
+        return location, names, kinds, len(items)
+
+    def _names_and_kinds(self, location: Location, page: list[os.DirEntry[str]],
+                         most: int | None) -> tuple[list[str], list[str]]:
+        """The names of ``page`` (entries of the directory at ``location``) and their kinds from the
+        listing's type field: a link shown as what it points to when that stays inside the root.
+        With ``most`` (a listing on the event loop), a link raises ``CostlyListing`` instead.
+        The whole page is classified in one pass; an entry that vanished meanwhile (an ``OSError``
+        where the file system gives no types and a ``stat`` is made) sends the page the long way,
+        entry by entry, leaving that one out."""
+        try:
+            kinds = ["file" if item.is_file(follow_symlinks=False) else _other_kind(item) for item in page]
+        except OSError:
+            return self._names_and_kinds_one_by_one(location, page, most)
+        names = list(map(_name_of, page))
+        if "symlink" in kinds:
+            if most is not None:
+                raise CostlyListing(f"{location.display} holds links to resolve")
+            for index, kind in enumerate(kinds):
+                if kind == "symlink" and (linked := self._linked(location.child(names[index]))) is not None:
+                    kinds[index] = _kind(linked.st_mode)  # shown as what it points to
+        return names, kinds
+
+    def _names_and_kinds_one_by_one(self, location: Location, page: list[os.DirEntry[str]],
+                                    most: int | None) -> tuple[list[str], list[str]]:
+        names, kinds = [], []
+        for item in page:
+            try:
+                kind = "file" if item.is_file(follow_symlinks=False) else _other_kind(item)
+            except OSError:
+                continue  # vanished meanwhile
+            if kind == "symlink":
+                if most is not None:
+                    raise CostlyListing(f"{location.display} holds links to resolve")
+                if (linked := self._linked(location.child(item.name))) is not None:
+                    kind = _kind(linked.st_mode)
+            names.append(item.name)
+            kinds.append(kind)
+        return names, kinds
 
     def _linked(self, location: Location) -> os.stat_result | None:
         """The stat of a link's target when it stays inside the root, else None."""

@@ -14,6 +14,7 @@ directory shows everything.
 from __future__ import annotations
 
 import json
+import operator
 import threading
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +37,7 @@ if TYPE_CHECKING:
 SNIFF_BYTES = 8192
 IN_LOOP_ENTRIES = 1000  # directories listed on the event loop hold at most this many names (see _entries)
 _TAG = content.LISTING_TAGS
+_TAG_SPACE = {kind: tag + " " for kind, tag in _TAG.items()}  # a listing line: this, then the name
 # Compact JSON of one tree node without its name: what each node adds to the tree's text at most.
 _NODE_BYTES = {kind: len(json.dumps({"name": "", "type": kind}, separators=(",", ":"))) + 1
                for kind in ("file", "directory", "symlink", "other")}
@@ -120,14 +122,29 @@ class WalkTools:
         READ_ONLY,
     )
     async def list_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
-        # Names and kinds only (sizes are list_directory_with_sizes' job): no stat per entry.
+        # Names and kinds only (sizes are list_directory_with_sizes' job): no stat per entry, no
+        # object per entry; the lines are made in C (map) and joined once, and the answer budget
+        # is checked on the whole text (each line's bytes only when it does not fit).
         start = arguments.get("start", 0)
-        _location, entries, total = await self._entries(arguments["path"], start, sizes=False)
-        names = _labels([entry.name for entry in entries])
-        lines = [f"{_TAG[entry.kind]} {name}" for name, entry in zip(names, entries)]
-        shown = fit_lines(lines, 0, data_budget(ctx, self.config.max_answer_bytes, arguments)) if lines else 0
+        path, cap, sandbox = arguments["path"], self.config.max_entries, self.sandbox
+        listed = None
+        try:
+            with cheaply():
+                listed = sandbox.list_kinds_page(path, limit=cap, most=IN_LOOP_ENTRIES, start=start)
+        except Costly:
+            pass  # as in _entries: big, or links to resolve, or a costly lookup: again, in a thread
+        if listed is None:
+            listed = await off_loop(lambda stop: sandbox.list_kinds_page(path, limit=cap, start=start))
+        _location, names, kinds, total = listed
+        lines = list(map(operator.add, map(_TAG_SPACE.__getitem__, kinds), _labels(names)))
+        body = "\n".join(lines)
+        room = data_budget(ctx, self.config.max_answer_bytes, arguments)
+        shown = len(lines)
+        if lines and (len(body) if body.isascii() else len(body.encode("utf-8"))) + 1 > room:  # as fit_lines counts
+            shown = fit_lines(lines, 0, room)
+            body = "\n".join(lines[:shown])
         note = _page_note("list_directory", arguments, "entries", start, shown, total, start + shown < total)
-        return _text_answer("\n".join(lines[:shown]), [note] if note else [])
+        return _text_answer(body, [note] if note else [])
 
     @tool(
         "list_directory_with_sizes",

@@ -23,7 +23,8 @@ from typing import Any, Iterator
 import pytest
 
 from mcp_ref import Server
-from mcp_ref_fs import offload
+from mcp_ref_fs import listing, offload, walks
+from mcp_ref_fs.answers import fit_lines
 from mcp_ref_fs.config import Config
 from mcp_ref_fs.root import Entry, Sandbox, display_name
 from mcp_ref_fs.tools import FsTools
@@ -96,6 +97,51 @@ def test_listings_and_walks_give_real_entries(folder: Path) -> None:
         "link": ("file", "link"), "outside": ("symlink", "outside"), "sub": ("directory", "sub"), "é.md": ("file", "é.md"),
     }
     assert [entry.name for entry in entries] == sorted(shown)
+
+
+def test_a_listing_of_names_and_kinds_is_the_entry_by_entry_listing(folder: Path) -> None:
+    """``list_kinds_page`` (list_directory's path: one pass for the kinds, no Entry per name) and
+    the entry-by-entry path it falls back to give what ``list_directory_page(sizes=False)`` gives,
+    pages included; with ``most`` a link sends both to a thread (``Costly``)."""
+    os.mkfifo(folder / "fifo")
+    (folder / ".mcp-ref-0123456789abcdef.tmp").write_text("")  # the server's own temporary file: never shown
+    sandbox = Sandbox.open([str(folder)])
+    try:
+        _location, _names, every_kind, total = sandbox.list_kinds_page(".")
+        assert "other" in every_kind and "symlink" in every_kind and total == 8  # the fifo, the link that leaves
+        for start, limit in [(0, None), (0, 3), (2, 4), (7, 5), (20, 1)]:
+            _location, entries, total = sandbox.list_directory_page(".", sizes=False, start=start, limit=limit)
+            location, names, kinds, count = sandbox.list_kinds_page(".", start=start, limit=limit)
+            assert (names, kinds, count) == ([e.name for e in entries], [e.kind for e in entries], total)
+            page = sorted(os.scandir(folder), key=lambda item: item.name)
+            page = [item for item in page if not item.name.startswith(".mcp-ref-")][start:None if limit is None else start + limit]
+            assert sandbox._names_and_kinds_one_by_one(location, page, None) == (names, kinds)
+        location = sandbox.locate(".")
+        for classify in (sandbox._names_and_kinds, sandbox._names_and_kinds_one_by_one):
+            with pytest.raises(listing.CostlyListing):
+                classify(location, list(os.scandir(folder)), 1000)
+    finally:
+        sandbox.close()
+
+
+@pytest.mark.parametrize("room", [1, 10, 11, 12, 30, 31, 32, 33, 60, 1000])
+async def test_list_directory_fits_its_answer_budget_as_fit_lines_counts(tmp_path: Path, room: int,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """list_directory checks the whole text against the budget once and counts line by line
+    (``fit_lines``) only when it does not fit: the same page either way, ASCII or not."""
+    for name in ["a", "bb", "ccc", "dé", "e" * 9]:
+        (tmp_path / name).write_text("")
+    sandbox = Sandbox.open([str(tmp_path)])
+    try:
+        tools = FsTools(Server("review", "0"), sandbox, Config(roots=(str(tmp_path),)))
+        monkeypatch.setattr(walks, "data_budget", lambda ctx, configured, arguments: room)
+        result = await tools.list_directory(types.SimpleNamespace(client_info=None), {"path": "."})  # type: ignore[arg-type]
+        lines = ["[FILE] a", "[FILE] bb", "[FILE] ccc", "[FILE] dé", "[FILE] eeeeeeeee"]
+        shown = fit_lines(lines, 0, room)
+        assert result.content[0]["text"] == "\n".join(lines[:shown])
+        assert (len(result.content) == 1) == (shown == len(lines))
+    finally:
+        sandbox.close()
 
 
 async def test_a_name_search_notices_its_time_limit_within_stop_every_entries(
