@@ -140,6 +140,9 @@ class Listings(SandboxCore):
         are read, and so does a link among the entries shown (so a caller can list small, link-free
         directories on the event loop, and the others in a thread).
         """
+        if not sizes and not largest_first:
+            location, names, kinds, total = self.list_kinds_page(path, limit=limit, most=most, start=start)
+            return location, [_new_entry(Entry, fields) for fields in zip(names, kinds, _ZEROS, _ZERO_TIMES)], total
         location, fd = self.open_directory(path)
         act = self.act
         entries = []
@@ -165,10 +168,6 @@ class Listings(SandboxCore):
                 return location, entries, len(sized)
             items.sort(key=_name_of)
             items = _without_temporaries(items)
-            if not sizes:
-                names, kinds = self._names_and_kinds(location, items[start:None if limit is None else start + limit], most)
-                entries = [_new_entry(Entry, fields) for fields in zip(names, kinds, _ZEROS, _ZERO_TIMES)]
-                return location, entries, len(items)
             for item in items[start:None if limit is None else start + limit]:
                 try:
                     # is_file first: one call (no stat where the listing carries types) settles most entries.
@@ -195,13 +194,15 @@ class Listings(SandboxCore):
         try:
             with self.act.scandir(fd) as scan:
                 items = list(scan if most is None else itertools.islice(scan, most + 1))
+            if most is not None and len(items) > most:
+                raise CostlyListing(f"{location.display} holds more than {most} entries")
+            items.sort(key=_name_of)
+            items = _without_temporaries(items)
+            # While the directory is still open: an entry whose type the listing lacks is looked
+            # up relative to it (a closed descriptor's number may already name another directory).
+            names, kinds = self._names_and_kinds(location, items[start:None if limit is None else start + limit], most)
         finally:
             self.act.close(fd)
-        if most is not None and len(items) > most:
-            raise CostlyListing(f"{location.display} holds more than {most} entries")
-        items.sort(key=_name_of)
-        items = _without_temporaries(items)
-        names, kinds = self._names_and_kinds(location, items[start:None if limit is None else start + limit], most)
         return location, names, kinds, len(items)
 
     def _names_and_kinds(self, location: Location, page: list[os.DirEntry[str]],

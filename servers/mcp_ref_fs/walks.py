@@ -92,25 +92,11 @@ class WalkTools:
 
     # --- one directory ----------------------------------------------------------------------------
 
-    async def _entries(self, path: str, start: int, *, largest_first: bool = False,
-                       sizes: bool = True) -> tuple[Location, list[Entry], int]:
-        """Up to --max-entries entries from the ``start``-th on, and how many there are. Names and
-        kinds of a directory of at most IN_LOOP_ENTRIES names and no links are read on the event
-        loop (well under a millisecond, less than the thread hop would cost); anything bigger,
-        with a link to resolve (a chain of links can cost thousands of opens) or with a stat per
-        entry, in a thread (a directory can hold 100,000 names)."""
+    async def _entries(self, path: str, start: int, *, largest_first: bool = False) -> tuple[Location, list[Entry], int]:
+        """Up to --max-entries entries with their sizes from the ``start``-th on, and how many
+        there are: in a thread (a stat per entry, and a directory can hold 100,000 names)."""
         cap = self.config.max_entries
-        listed = None
-        if not sizes:
-            try:
-                with cheaply():
-                    listed = self.sandbox.list_directory_page(path, limit=cap, sizes=False, most=IN_LOOP_ENTRIES, start=start)
-            except Costly:
-                pass  # a big one, one with links to resolve, or a costly lookup: read it all again, in a thread
-        if listed is None:
-            listed = await off_loop(lambda stop: self.sandbox.list_directory_page(
-                path, limit=cap, largest_first=largest_first, sizes=sizes, start=start))
-        return listed
+        return await off_loop(lambda stop: self.sandbox.list_directory_page(path, limit=cap, largest_first=largest_first, start=start))
 
     @tool(
         "list_directory",
@@ -124,7 +110,10 @@ class WalkTools:
     async def list_directory(self, ctx: RequestContext, arguments: dict[str, Any]) -> ToolResult:
         # Names and kinds only (sizes are list_directory_with_sizes' job): no stat per entry, no
         # object per entry; the lines are made in C (map) and joined once, and the answer budget
-        # is checked on the whole text (each line's bytes only when it does not fit).
+        # is checked on the whole text (each line's bytes only when it does not fit). A directory
+        # of at most IN_LOOP_ENTRIES names and no links is read on the event loop (well under a
+        # millisecond, less than the thread hop would cost); a bigger one, or one with a link to
+        # resolve (a chain of links can cost thousands of opens), in a thread.
         start = arguments.get("start", 0)
         path, cap, sandbox = arguments["path"], self.config.max_entries, self.sandbox
         listed = None
