@@ -34,7 +34,7 @@ lint: $(STAMP)
 # The coverage floor (fail_under in pyproject.toml) applies to the full run only: a subset run
 # (PYTEST_ARGS set) passes when its tests pass, and still prints the report.
 test: $(STAMP)
-	@$(if $(strip $(PYTEST_ARGS)),,echo "make test: the whole suite (8,200+ tests) under coverage: about 5 minutes on 2 idle cores, 10 when busy")
+	@$(if $(strip $(PYTEST_ARGS)),,echo "make test: the whole suite (8,500+ tests) under coverage: about 5 minutes on 2 idle cores, 15 when busy")
 	rm -f .coverage .coverage.*
 	$(BIN)/coverage run -m pytest $(PYTEST_ARGS)
 	$(BIN)/coverage combine --quiet
