@@ -528,7 +528,18 @@ def test_an_edit_keeps_a_second_byte_order_mark_and_every_byte_outside_the_edit(
 # --- 9: temporary files a crash left behind -----------------------------------------------------------------------
 
 
-CRASH_AT_FSYNC = "os.fsync = lambda fd: os._exit(9)  # the power goes as the new content is flushed\n"
+# The power goes as the new content is flushed: the first flush ends the process, and a second
+# writer's flush (its own worker thread) waits for that. Under `make test`, coverage wraps
+# os._exit to save its data first, and two threads doing that at once crashed the process
+# (SIGSEGV, not status 9).
+CRASH_AT_FSYNC = textwrap.dedent("""
+    import threading
+    _power_cut = threading.Lock()
+    def _fsync(fd):
+        _power_cut.acquire()
+        os._exit(9)
+    os.fsync = _fsync
+""")
 
 
 @pytest.mark.req("FS-NO-STALE-TEMPORARIES")
