@@ -11,7 +11,7 @@ request: era, routing, context, result, errors; ``control``: the control lane) -
 ``prompts``, ``completion``, ``pagination``, ``subscriptions`` + ``watch``, ``mrtr`` +
 ``requeststate``, ``sealing`` (the one HMAC, for request state and cursors), ``legacy`` +
 ``legacyinput`` + ``outgoing`` (server-to-client requests, for initialize-era clients only),
-``tasks`` (the tasks extension), ``ratelimit``) -> ``server`` (the API). The author's kit:
+``tasks`` (the tasks extension)) -> ``server`` (the API). The author's kit:
 ``testing`` (a client for tests), ``typed`` (typed tools), ``request`` (request lines for a shell).
 """
 
@@ -26,14 +26,13 @@ _EXPORTS = {
     "caching": ("CacheHint",),
     "completion": ("Completion",),
     "content": ("audio", "blob_resource", "embedded_resource", "image", "prompt_message", "resource_link", "text", "text_resource"),
-    "context": ("RequestContext",),
+    "context": ("RateLimit", "RequestContext"),
     "errors": (
         "InternalError", "InvalidParams", "MethodNotFound", "MissingRequiredClientCapability", "ProtocolError",
         "ResourceNotFound", "ToolError", "UnsupportedProtocolVersion",
     ),
     "mrtr": ("InputRequired", "elicit_form", "elicit_url", "list_roots", "sample"),
     "prompts": ("Prompt", "PromptArgument", "PromptResult"),
-    "ratelimit": ("RateLimit",),
     "resources": ("Resource", "ResourceTemplate"),
     "server": ("Server",),
     "tasks": ("TASKS_EXTENSION", "TaskSettings"),
@@ -58,7 +57,7 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         text,
         text_resource,
     )
-    from .context import RequestContext
+    from .context import RateLimit, RequestContext
     from .errors import (
         InternalError,
         InvalidParams,
@@ -71,7 +70,6 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
     )
     from .mrtr import InputRequired, elicit_form, elicit_url, list_roots, sample
     from .prompts import Prompt, PromptArgument, PromptResult
-    from .ratelimit import RateLimit
     from .resources import Resource, ResourceTemplate
     from .server import Server
     from .tasks import TASKS_EXTENSION, TaskSettings

@@ -1,13 +1,18 @@
-"""The per-request context a handler receives.
+"""The per-request context a handler receives, and the rate limits requests are held to.
 
 It tells the handler who is asking (client capabilities and info, from this request's ``_meta``
 in the modern era or from ``initialize`` in the legacy era), lets it report progress and log
 messages for *this* request, ask the client for input (MRTR), and see whether the request was
 cancelled. Everything on it is scoped to one request; nothing leaks into the next one.
+
+Every rate a request is held to lives here: its progress and log notifications are thinned
+(``PROGRESS_MIN_INTERVAL_SECONDS``, ``LOG_MESSAGES_PER_SECOND``), and the requests of a method may
+be paced (``RateLimit``, at the end of this module).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from typing import TYPE_CHECKING, Any, Awaitable, Callable, Mapping, NamedTuple, Protocol
@@ -348,3 +353,44 @@ def parse_progress_token(meta: Any) -> str | int | None:
     if token is not None:
         raise InvalidParams("params._meta.progressToken must be a string or integer")
     return None
+
+
+# --- pacing the requests of one method ------------------------------------------------------------
+
+
+class RateLimit:
+    """At most ``burst`` requests at once, refilled at ``per_second`` requests per second.
+
+    Spec: server/tools#security-considerations (servers rate limit tool invocations) and
+    server/utilities/completion (completion requests are rate limited). A token bucket that
+    *paces* rather than refuses: the dispatcher holds a request over the limit until its turn (in
+    arrival order), once its context is built and before it takes a concurrency slot, so a client
+    never sees an error it could not act on; the transport's backlog bound still caps how many
+    can queue up. Opt-in (``Server(rate_limits={"tools/call": RateLimit(10, burst=20)})``): a stdio
+    server has exactly one client, the user's own host, which already mediates every tool call,
+    so the library does not slow anyone down by default.
+    """
+
+    def __init__(self, per_second: float, burst: int | None = None) -> None:
+        if per_second <= 0:
+            raise ValueError("per_second must be positive")
+        self.per_second = per_second
+        self.burst = burst if burst is not None else max(1, int(per_second))
+        if self.burst < 1:
+            raise ValueError("burst must be at least 1")
+        self._tokens = float(self.burst)
+        self._updated = time.monotonic()
+
+    def reserve(self) -> float:
+        """Take the next turn; the seconds to wait before it comes (0 when a token is free now)."""
+        now = time.monotonic()
+        self._tokens = min(self.burst, self._tokens + (now - self._updated) * self.per_second)
+        self._updated = now
+        self._tokens -= 1  # below zero: the turns already promised to earlier waiters
+        return max(0.0, -self._tokens / self.per_second)
+
+    async def acquire(self) -> None:
+        """Wait for this request's turn. Cancel-safe: a cancelled waiter just gives up its turn's wait."""
+        delay = self.reserve()
+        if delay:
+            await asyncio.sleep(delay)

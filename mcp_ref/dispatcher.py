@@ -8,7 +8,7 @@ Theory of operation
 The session (``mcp_ref.session``) starts one asyncio task per request and awaits ``answer`` in
 it. ``answer`` goes through a few named steps, top to bottom in this file:
 
-1. ``is_modern``: the era. Modern ``_meta`` always means 2026-07-28; ``initialize`` without it
+1. The era (at the top of ``answer``). Modern ``_meta`` always means 2026-07-28; ``initialize`` without it
    starts the legacy era, and after that requests without modern ``_meta`` are legacy.
 2. ``_run``: the method in that era's table (``MODERN_METHODS``, ``LEGACY_METHODS``: -32601 if
    absent, or if its feature is not offered), the context (``context.modern_context`` from this
@@ -110,20 +110,6 @@ LEGACY_METHODS: dict[str, tuple[Handler, str | None]] = {
 }
 
 
-def is_modern(server: Server, request: Request) -> bool:
-    """The era of one request (basic/versioning#backward-compatibility...).
-
-    Modern ``_meta`` (a protocol version or client capabilities) always means 2026-07-28. Without
-    it, ``initialize`` and ``ping`` are legacy, and so is everything once an ``initialize`` was
-    answered; anything else is treated as a malformed modern request (and so answered -32602). A
-    modern-only server has no legacy era at all.
-    """
-    meta = request.params.get("_meta")  # (has_modern_meta, inline: this runs for every request)
-    if server.modern_only or isinstance(meta, dict) and (PROTOCOL_VERSION in meta or CLIENT_CAPABILITIES in meta):
-        return True
-    return not (request.method in ("initialize", "ping") or server.legacy.active)
-
-
 def has_modern_meta(params: dict[str, Any]) -> bool:
     """Does this request identify itself as modern? (It names a protocol version or capabilities in ``_meta``.)"""
     meta = params.get("_meta")
@@ -132,7 +118,14 @@ def has_modern_meta(params: dict[str, Any]) -> bool:
 
 async def answer(session: Session, request: Request, entry: InFlight) -> dict[str, Any] | ProtocolError:
     """The answer to one request: its result, or the error that replaces it (see the module docstring)."""
-    modern = is_modern(session.server, request)
+    # The era of this request (basic/versioning#backward-compatibility...). Modern ``_meta`` (a
+    # protocol version or client capabilities: has_modern_meta, inline) always means 2026-07-28.
+    # Without it, ``initialize`` and ``ping`` are legacy, and so is everything once an
+    # ``initialize`` was answered; anything else is treated as a malformed modern request (and so
+    # answered -32602). A modern-only server has no legacy era at all.
+    server, meta = session.server, request.params.get("_meta")
+    modern = server.modern_only or isinstance(meta, dict) and (PROTOCOL_VERSION in meta or CLIENT_CAPABILITIES in meta) \
+        or not (request.method in ("initialize", "ping") or server.legacy.active)
     rounds = None if modern else legacyinput.LegacyRounds()  # only the legacy era asks its client across rounds
     while True:
         try:
@@ -140,7 +133,7 @@ async def answer(session: Session, request: Request, entry: InFlight) -> dict[st
         except InputRequired as needed:
             try:
                 if rounds is None:
-                    return input_required_result(session.server, request, entry, needed, session.reader.max_line_bytes)
+                    return input_required_result(server, request, entry, needed, session.reader.max_line_bytes)
                 answered = await legacyinput.ask_client(session, request, entry, needed, rounds)
                 if answered is None:
                     continue  # the client answered: run the handler again

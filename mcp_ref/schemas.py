@@ -98,30 +98,48 @@ def _offline_registry() -> Any:
     return _registry
 
 
-def compile_schema(schema: dict[str, Any]) -> Callable[[Any], list[str]]:
-    """Check ``schema`` against its dialect and return a function listing the errors of an instance.
+def compile_schema(schema: dict[str, Any]) -> SchemaCheck:
+    """Check ``schema`` against its dialect and return its ``SchemaCheck``: called with an
+    instance, the list of its errors (empty when it conforms).
 
     Raises ``SchemaError`` when the schema itself is invalid, too large, or refers to something
     outside itself.
     """
     check_bounds(schema)
     if dialect_of(schema) != DEFAULT_DIALECT or not _is_simple(schema, root=True):
-        return _compile_full(schema)
-    # The check is written and compiled on first use (~0.1 ms a schema): a tools/list that
-    # validates every tool's schemas, or a tool never called, does not pay for it.
-    compiled: list[Callable[[Any], bool]] = []
-    worded: list[Callable[[Any], list[str]]] = []
+        return SchemaCheck(schema, _compile_full(schema))
+    return SchemaCheck(schema)
 
-    def errors_of(instance: Any) -> list[str]:
-        if not compiled:
-            compiled.append(_compile_simple(schema))
-        if compiled[0](instance):
+
+class SchemaCheck:
+    """A compiled schema. ``check(instance)`` lists the instance's errors, in jsonschema's words;
+    ``check.accepts(instance)`` only says whether it conforms. For a simple schema, ``accepts`` is
+    the generated function itself once it is written (on first use, ~0.1 ms a schema: a tools/list
+    that validates every tool's schemas, or a tool never called, does not pay for it), so a
+    conforming instance costs one call of generated code and nothing of this module."""
+
+    __slots__ = ("schema", "accepts", "_simple", "_worded")
+
+    def __init__(self, schema: dict[str, Any], worded: Callable[[Any], list[str]] | None = None) -> None:
+        self.schema = schema
+        self._simple = worded is None
+        self._worded = worded  # jsonschema's check (made now for a schema not simple, else when first needed)
+        self.accepts: Callable[[Any], bool] = self._write_check if worded is None else self._no_errors
+
+    def __call__(self, instance: Any) -> list[str]:
+        if self._simple and self.accepts(instance):
             return []
-        if not worded:  # jsonschema says what is wrong, in its usual words
-            worded.append(_compile_full(schema))
-        return worded[0](instance)
+        if self._worded is None:  # jsonschema says what is wrong, in its usual words
+            self._worded = _compile_full(self.schema)
+        return self._worded(instance)
 
-    return errors_of
+    def _write_check(self, instance: Any) -> bool:
+        self.accepts = _compile_simple(self.schema)  # from now on, called directly
+        return self.accepts(instance)
+
+    def _no_errors(self, instance: Any) -> bool:
+        assert self._worded is not None
+        return not self._worded(instance)
 
 
 def _compile_full(schema: dict[str, Any]) -> Callable[[Any], list[str]]:

@@ -28,11 +28,11 @@ import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .caching import DEFAULT_LIST_HINT, DEFAULT_READ_HINT, CacheHint
+from .context import RateLimit
 from .legacy import LegacySession
 from .outgoing import DEFAULT_CLIENT_REQUEST_TIMEOUT_SECONDS
 from .requeststate import StateSealer
 from .pagination import DEFAULT_PAGE_SIZE
-from .ratelimit import RateLimit
 from .resources import Resource, ResourceTemplate
 from .sealing import Signer
 from .subscriptions import LIST_CHANGED_FIELDS, SubscriptionHub

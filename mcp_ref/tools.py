@@ -39,7 +39,8 @@ from .errors import (
 from .meta import check_meta_keys
 from .mrtr import InputRequired
 from .pagination import page_result
-from .schemas import SchemaError, check_bounds, compile_schema, dialect_of
+from .schemas import SchemaCheck, SchemaError, check_bounds, compile_schema, dialect_of
+from .splice import Marked
 from .tasks import TASK_SUPPORT
 
 if TYPE_CHECKING:
@@ -79,8 +80,8 @@ class Tool:
     icons: list[dict[str, Any]] | None = None
     meta: dict[str, Any] | None = None
     task: str | None = None  # tasks extension: None (never a task), "optional" or "required"
-    _check_arguments: Callable[[Any], list[str]] | None = field(default=None, repr=False)
-    _check_output: Callable[[Any], list[str]] | None = field(default=None, repr=False)
+    _check_arguments: SchemaCheck | None = field(default=None, repr=False)
+    _check_output: SchemaCheck | None = field(default=None, repr=False)
     # A coroutine function runs on the event loop, awaited directly; a plain one on the handler pool.
     is_coroutine: bool = field(default=False, init=False, repr=False, compare=False)
 
@@ -130,17 +131,23 @@ class Tool:
     def argument_errors(self, arguments: dict[str, Any]) -> list[str]:
         """Why ``arguments`` do not satisfy ``inputSchema`` (empty when they do)."""
         try:
-            if self._check_arguments is None:
+            check = self._check_arguments
+            if check is None:
                 self.compile()
-                assert self._check_arguments is not None
-            return self._check_arguments(arguments)
+                check = self._check_arguments
+                assert check is not None
+            return [] if check.accepts(arguments) else check(arguments)  # (accepts: the schema's own code)
         except SchemaError as exc:
             raise InternalError(f"Tool {self.name!r} has an unusable inputSchema: {exc}") from None
 
     def to_result(self, value: Any) -> dict[str, Any]:
         """Turn what a handler returned into a ``CallToolResult`` (without ``resultType``)."""
         if type(value) is str and self.output_schema is None:
-            return {"content": [text(value)]}  # the common case, with nothing to check: what _wrap makes of it
+            # The common case, with nothing to check: what _wrap makes of it, content.text's block
+            # built here (marked for splice.py: a large text goes on the line uncopied).
+            block = Marked(type="text", text=value)
+            block.size = len(value)
+            return {"content": [block]}
         result = value if isinstance(value, ToolResult) else self._wrap(value)
         if self.output_schema is not None and not result.is_error and not result.has_structured_content:
             raise InternalError(f"Tool {self.name!r} has an outputSchema but returned no structured content")
@@ -240,22 +247,6 @@ def tool_error_result(message: str) -> dict[str, Any]:
     return {"content": [text(message)], "isError": True}
 
 
-def parse_call(params: dict[str, Any], tools: dict[str, Tool]) -> tuple[Tool, dict[str, Any]]:
-    """The tool and arguments a ``tools/call`` names. -32602 for a malformed call or an unknown tool."""
-    name = params.get("name")
-    if not isinstance(name, str):
-        raise InvalidParams('tools/call needs "name", a string')
-    tool = tools.get(name)
-    if tool is None:
-        raise InvalidParams(f"Unknown tool: {clip(name)}", {"name": clip(name)})
-    arguments = params.get("arguments", {})
-    if arguments is None:
-        arguments = {}
-    if not isinstance(arguments, dict):
-        raise InvalidParams('tools/call "arguments" must be an object')
-    return tool, arguments
-
-
 def invalid_arguments_result(tool: Tool, problems: list[str]) -> dict[str, Any]:
     """The tool execution error for arguments that fail ``inputSchema``: actionable for a model."""
     listed = "\n".join(f"- {problem}" for problem in problems[:20])
@@ -280,8 +271,19 @@ def _published(tool: Tool) -> dict[str, Any]:
 
 
 async def call_tool(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    """``tools/call``: validate the arguments, run the handler, shape its result."""
-    tool, arguments = parse_call(params, server.tools)
+    """``tools/call``: find the tool, validate the arguments, run the handler, shape its result.
+    -32602 for a malformed call or an unknown tool."""
+    name = params.get("name")
+    if not isinstance(name, str):
+        raise InvalidParams('tools/call needs "name", a string')
+    tool = server.tools.get(name)
+    if tool is None:
+        raise InvalidParams(f"Unknown tool: {clip(name)}", {"name": clip(name)})
+    arguments = params.get("arguments", {})
+    if arguments is None:
+        arguments = {}
+    if not isinstance(arguments, dict):
+        raise InvalidParams('tools/call "arguments" must be an object')
     problems = tool.argument_errors(arguments)
     if problems:
         return invalid_arguments_result(tool, problems)

@@ -568,10 +568,13 @@ def response_parts(request_id: RequestId, outcome: dict[str, Any] | ProtocolErro
     if isinstance(outcome, ProtocolError):
         return [_encode_line(error_response(request_id, outcome))]
     message = {"jsonrpc": "2.0", "id": request_id, "result": outcome}
-    if (key := _large_string_list(outcome)) is not None:
-        parts = splice.encode_parts(message, key, SPLICE_MIN_CHARS)
-        if parts is not None:
-            return parts
+    for key in ("content", "contents"):  # (_large_string_list, inline: every response passes here)
+        items = outcome.get(key)
+        if type(items) is list:
+            for item in items:
+                if isinstance(item, splice.Marked) and item.size >= SPLICE_MIN_CHARS:
+                    # A large string a content helper made: its own buffer (splice.py's optional layer).
+                    return splice.encode_parts(message, key, SPLICE_MIN_CHARS) or [_encode_line(message)]
     return [_encode_line(message)]
 
 

@@ -89,7 +89,7 @@ def looks_binary(sample: bytes) -> bool:
     """
     if b"\0" in sample:
         return True
-    body = split_bom(sample)[1]
+    body = sample.removeprefix(BOM)
     if body.isascii():
         characters = len(body)
     else:
@@ -124,14 +124,15 @@ def decode_text(data: bytes) -> str:
     truncated sequence at the end). Nothing else is changed: line endings stay as they are.
     Callers that write the text back use ``split_bom`` to remember the mark.
     """
-    bom, rest = split_bom(data)
+    rest = data.removeprefix(BOM)
+    bom = len(data) - len(rest)  # 3 or 0: offsets below count it, as in the file
     nul = rest.find(b"\0")
     if nul >= 0:
-        raise NotText(f"not a text file: NUL byte at offset {nul + len(bom)}")
+        raise NotText(f"not a text file: NUL byte at offset {nul + bom}")
     try:
         return rest.decode("utf-8")
     except UnicodeDecodeError as error:
-        offset = error.start + len(bom)
+        offset = error.start + bom
         raise NotText(f"not UTF-8 text: invalid byte 0x{rest[error.start]:02x} at offset {offset}") from None
 
 
