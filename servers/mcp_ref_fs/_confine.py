@@ -36,6 +36,7 @@ from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence
 
 # Links followed while resolving one path, as the kernel's own limit (MAXSYMLINKS = 40).
 MAX_LINK_HOPS = 40
+COSTLY_LOOKUP = "the lookup needs more system calls than the event loop may spend on it"
 
 
 class Costly(Exception):
@@ -65,7 +66,7 @@ class Budget:
         if meter is not None:
             meter.steps -= count
             if meter.steps < 0:
-                raise Costly("the lookup needs more system calls than the event loop may spend on it")
+                raise Costly(COSTLY_LOOKUP)
 
     def hop(self) -> None:
         """One more link followed: ``ELOOP`` past ``MAX_LINK_HOPS`` for the whole lookup."""

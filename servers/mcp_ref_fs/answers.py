@@ -77,7 +77,8 @@ _JSON_NOT_OBJECT = frozenset('["-0123456789tfn')  # how JSON that is not an obje
 def for_client(result: ToolResult | str, client_info: dict[str, Any] | None) -> ToolResult | str:
     """``result`` (a ``ToolResult``, or a plain text answer) as ``client_info``'s host handles it:
     for a host of ``HOSTS_PARSING_TEXT``, an empty ``structuredContent`` when the first text block
-    would parse as JSON other than an object."""
+    would parse as JSON other than an object. (The tools' wrapper, ``FsTools._register``, calls it
+    for those hosts only: every other answer goes out as the tool made it.)"""
     name = client_info.get("name") if isinstance(client_info, dict) else None
     if name not in HOSTS_PARSING_TEXT:
         return result

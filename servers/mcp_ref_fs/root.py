@@ -83,7 +83,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from . import _act
-from ._confine import Act, Budget, Costly, FollowLink, Mechanism, Meter
+from ._confine import COSTLY_LOOKUP, Act, Budget, Costly, FollowLink, Mechanism, Meter
 from ._platform import choose_act, choose_mechanism
 from .changes import Changes
 from .listing import MAX_WALK_DEPTH, CostlyListing, Entry, Listings
@@ -248,7 +248,9 @@ class Sandbox(Listings, Changes):
         if self._windows:
             return self._locate_windows(path)
         absolute = path if path.startswith("/") else self.roots[0].display.rstrip("/") + "/" + path
-        normal = _normalize(absolute)
+        normal = posixpath.normpath(absolute)  # (_normalize, inline: every client path passes here)
+        if normal.startswith("//"):
+            normal = "/" + normal.lstrip("/")
         best: tuple[int, Root, tuple[str, ...]] | None = None
         for alias, root in self._spellings:
             parts = _under(normal, alias)
@@ -349,17 +351,22 @@ class Sandbox(Listings, Changes):
         act = self.act
         parts = location.parts
         budget = Budget(_loop_meter.get())
+        meter = budget.meter
         while True:
+            # This round's own system calls, counted before any is made (Budget.step, inline: every
+            # lookup passes here): a new descriptor of the root and an lstat, or the lstat after a
+            # walk that counts its own.
+            if meter is not None:
+                meter.steps -= 2 if len(parts) <= 1 else 1
+                if meter.steps < 0:
+                    raise Costly(COSTLY_LOOKUP)
             if not parts:
-                budget.step(2)
                 fd = act.reopen(root.fd)
                 return fd, None, act.stat_dir(fd)
             resolved: tuple[str, ...] = ()
             if len(parts) == 1:  # a name in the root itself: no directory to resolve
-                budget.step(2)  # the reopen and the lstat below
                 parent_fd = act.reopen(root.fd)
             else:
-                budget.step()  # the lstat below
                 parent_fd, resolved = self._open_dir(location, parts[:-1], budget)
             name = parts[-1]
             try:

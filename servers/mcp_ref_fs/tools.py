@@ -20,8 +20,8 @@ from mcp_ref import ToolError, ToolResult, audio, blob_resource, embedded_resour
 from . import content
 # The answer helpers under the names this module has always used for them.
 from .answers import answer as _result, first_bytes as _first_bytes, last_bytes as _last_bytes
-from .answers import base64_answer_bytes, count, data_budget, for_client, line_index, media_note, next_call, reserve_for
-from .answers import binary_file, not_utf8, text_answer_bytes
+from .answers import HOSTS_PARSING_TEXT, base64_answer_bytes, count, data_budget, for_client, line_index, media_note, next_call
+from .answers import binary_file, not_utf8, reserve_for, text_answer_bytes
 from .answers import text_answer as _text_answer
 from .definitions import PATH, READ_ONLY, Definition, definitions, output, schema, tool
 from .offload import IN_LOOP_READ_BYTES, Stop, Stopped, off_loop, read_start
@@ -85,7 +85,12 @@ class FsTools(WalkTools, WritingTools):
                 raise ToolError(str(error)) from None
             except Stopped:
                 raise ToolError(f"{name} was stopped before it finished") from None
-            return for_client(result, getattr(ctx, "client_info", None)) if isinstance(result, (ToolResult, str)) else result
+            # A host that reads a first text block as JSON (HOSTS_PARSING_TEXT) gets the answer it can take.
+            info = getattr(ctx, "client_info", None)
+            host = info.get("name") if isinstance(info, dict) else None
+            if isinstance(host, str) and host in HOSTS_PARSING_TEXT and isinstance(result, (ToolResult, str)):
+                return for_client(result, info)
+            return result
 
         # A long-running tool may answer a client that declared the tasks extension with a task
         # handle once it has run 0.1 s; its progress then shows as the task's status message.
