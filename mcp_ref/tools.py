@@ -145,9 +145,9 @@ class Tool:
         if type(value) is str and self.output_schema is None:
             # The common case, with nothing to check: what _wrap makes of it, content.text's block
             # built here (marked for splice.py: a large text goes on the line uncopied).
-            block = Marked(type="text", text=value)
-            block.size = len(value)
-            return {"content": [block]}
+            marked = Marked(type="text", text=value)
+            marked.size = len(value)
+            return {"content": [marked]}
         result = value if isinstance(value, ToolResult) else self._wrap(value)
         if self.output_schema is not None and not result.is_error and not result.has_structured_content:
             raise InternalError(f"Tool {self.name!r} has an outputSchema but returned no structured content")

@@ -22,9 +22,9 @@ PROJECT = Path(__file__).resolve().parents[1]
 # The path's ceilings, as the code stands: a change that adds functions, files or switches to it
 # fails here. Issue 19 aims lower (45 functions in 10 files, 20 switches); lower these as the path
 # gets shorter, never raise them.
-MAX_FUNCTIONS = 55
-MAX_FILES = 15
-MAX_SWITCHES = 26
+MAX_FUNCTIONS = 45
+MAX_FILES = 11
+MAX_SWITCHES = 21
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 700
 
