@@ -80,7 +80,7 @@ def for_client(result: ToolResult | str, client_info: dict[str, Any] | None) -> 
     would parse as JSON other than an object. (The tools' wrapper, ``FsTools._register``, calls it
     for those hosts only: every other answer goes out as the tool made it.)"""
     name = client_info.get("name") if isinstance(client_info, dict) else None
-    if name not in HOSTS_PARSING_TEXT:
+    if not isinstance(name, str) or name not in HOSTS_PARSING_TEXT:
         return result
     if isinstance(result, str):
         result = ToolResult([text(result)])
