@@ -110,18 +110,18 @@ LEGACY_METHODS: dict[str, tuple[Handler, str | None]] = {
 }
 
 
-def is_modern(server: Server, request: Request) -> bool:
+def is_modern(session: Session, request: Request) -> bool:
     """The era of one request (basic/versioning#backward-compatibility...).
 
     Modern ``_meta`` (a protocol version or client capabilities) always means 2026-07-28. Without
     it, ``initialize`` and ``ping`` are legacy, and so is everything once an ``initialize`` was
-    answered; anything else is treated as a malformed modern request (and so answered -32602). A
-    modern-only server has no legacy era at all.
+    answered on this connection; anything else is treated as a malformed modern request (and so
+    answered -32602). A modern-only server has no legacy era at all.
     """
     meta = request.params.get("_meta")  # (has_modern_meta, inline: this runs for every request)
-    if server.modern_only or isinstance(meta, dict) and (PROTOCOL_VERSION in meta or CLIENT_CAPABILITIES in meta):
+    if session.server.modern_only or isinstance(meta, dict) and (PROTOCOL_VERSION in meta or CLIENT_CAPABILITIES in meta):
         return True
-    return not (request.method in ("initialize", "ping") or server.legacy.active)
+    return not (request.method in ("initialize", "ping") or session.legacy.active)
 
 
 def has_modern_meta(params: dict[str, Any]) -> bool:
@@ -132,7 +132,7 @@ def has_modern_meta(params: dict[str, Any]) -> bool:
 
 async def answer(session: Session, request: Request, entry: InFlight) -> dict[str, Any] | ProtocolError:
     """The answer to one request: its result, or the error that replaces it (see the module docstring)."""
-    modern = is_modern(session.server, request)
+    modern = is_modern(session, request)
     rounds = None if modern else legacyinput.LegacyRounds()  # only the legacy era asks its client across rounds
     while True:
         try:
@@ -189,7 +189,7 @@ async def _run(session: Session, request: Request, entry: InFlight, modern: bool
     if modern:
         context = modern_context(request.id, method, params, server, entry)
     else:
-        context = legacy.legacy_context(server, request, entry, rounds)
+        context = legacy.legacy_context(session, request, entry, rounds)
     limit = server.rate_limits.get(method)
     try:
         if limit is not None and (delay := limit.reserve()):
@@ -199,7 +199,7 @@ async def _run(session: Session, request: Request, entry: InFlight, modern: bool
             # lives: neither holds (nor waits for) a concurrency slot.
             result = await handler(server, context, params)
         elif method == "tools/call" and isinstance(name := params.get("name"), str) and name in server.task_tools \
-                and tasks.may_become_task(server, request, context, modern):
+                and tasks.may_become_task(session, request, context, modern):
             result = await tasks.call_maybe_as_task(session, handler, request, context, complete, error_for)
         else:
             async with session.slots:
@@ -208,7 +208,7 @@ async def _run(session: Session, request: Request, entry: InFlight, modern: bool
         entry.finished = True  # no progress or log notification may follow the response
     if modern:
         return complete(server, method, result)
-    return legacy.shape_result(server, method, result)
+    return legacy.shape_result(session, method, result)
 
 
 def complete(server: Server, method: str, result: dict[str, Any]) -> dict[str, Any]:
