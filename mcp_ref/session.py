@@ -5,14 +5,26 @@ basic/transports/stdio (backpressure is ours: the spec leaves it to the implemen
 
 Theory of operation
 -------------------
-A ``Session`` is everything one client connection has: the bytes it sent that are not read yet
-(a ``wire.WireReader``), the requests in flight (by id), the budgets that bound them, the output
-budget of large answers, the requests we sent an initialize-era client (``outgoing``), and the
-phases of shutting down. It does no I/O of its own: the transport (``stdio``) gives it bytes
+A ``Session`` is everything one client connection has; the ``Server`` holds only what is
+registered and how it is configured, so one ``Server`` may serve several sessions that share
+nothing else. It does no I/O of its own: the transport (``stdio``) gives it bytes
 (``receive_data``, ``receive_eof``) and an ``Output`` to queue answer lines on, and reads
 ``wants_input`` to know whether to read more. Each request runs as an asyncio task that
 ``dispatcher.answer`` drives (era, route, context, handler, result shape); the session only starts
-it, answers or silences it, and forgets it.
+it, answers or silences it, and forgets it. What it holds, and who changes it::
+
+    reader            bytes not read yet (wire.WireReader)        receive_data, _pump, _take_ahead
+    _in_flight        requests by id (InFlight), and _draining    _start, _answered, _finished
+    budgets           slots, in_flight_cost, output_budget        _start/_finished, reserve_output
+    outgoing          our requests to an initialize-era client    legacyinput.ask_client, handle
+    legacy            the initialize handshake (LegacySession)    legacy.initialize, _notified
+    subscriptions     open listen streams (SubscriptionHub)       subscriptions.listen, _cancel
+    tasks             this client's tasks (TaskStore)             tasks.call_maybe_as_task
+    accepting, ...    the shutdown phases (below)                 serve_held_input ... shutdown
+
+The per-connection methods reach it as ``ctx.connection``; ``Server.notify_*`` reach it through
+``list_changed``/``resource_updated`` on its loop (``Server.attach``, until ``shutdown``
+detaches it), and ``watched`` is its share of what the server's watch hooks hear.
 
 States of one request id::
 
@@ -40,8 +52,9 @@ answers unread.
 Connection phases: serving -> (EOF, a signal) draining held input for the grace period
 (``serve_held_input``) -> refusing what is still held (``refuse_held_input``) -> ``shutdown``
 (in-flight work finishes within what is left of the grace, then -32603 and cancellation; open
-subscriptions get their graceful closure; tasks are cancelled). A lost output (the client closed
-stdout) skips to cancelling everything without answers (``cancel_in_flight``).
+subscriptions get their graceful closure; tasks are cancelled; the server forgets the session,
+``Server.detach``). A lost output (the client closed stdout) skips to cancelling everything
+without answers (``cancel_in_flight``).
 
 Cancel-safety: every method but ``serve_held_input`` and ``shutdown`` is a plain function that
 runs to completion on the loop; those two, if cancelled, stop waiting and leave the state as it
