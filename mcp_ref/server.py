@@ -391,8 +391,8 @@ class Server:
     def notify_list_changed(self, kind: str) -> None:
         """Announce that the ``tools``, ``prompts`` or ``resources`` list changed.
 
-        Safe to call from any thread (a synchronous handler, a file watcher's thread); the fan-out
-        happens on the event loop. Outside serving it does nothing.
+        Safe to call from any thread (a synchronous handler, a file watcher's thread); each session
+        served hears it on its own event loop. Outside serving it does nothing.
         """
         if kind not in self.list_changed_kinds:
             raise ValueError(f"{kind} list changes are not declared; pass list_changed=[{kind!r}] to Server()")
@@ -401,30 +401,31 @@ class Server:
     def notify_resource_updated(self, uri: str) -> None:
         """Announce that the resource at ``uri`` changed, to the subscribers of that URI.
 
-        Safe to call from any thread (a synchronous handler, a file watcher's thread); the fan-out
-        happens on the event loop. Outside serving it does nothing.
+        Safe to call from any thread (a synchronous handler, a file watcher's thread); each session
+        served hears it on its own event loop. Outside serving it does nothing.
         """
         if not self.resource_subscriptions:
             raise ValueError("resource subscriptions are not declared; pass resource_subscriptions=True to Server()")
-        self._to_sessions("resource_updated", uri)
+        for session in self._sessions:
+            self._to_session(session, session.resource_updated, uri)
 
     def _list_changed(self, kind: str) -> None:
         self._registry_changed()
         if kind in self.list_changed_kinds:
-            self._to_sessions("list_changed", kind)
+            for session in self._sessions:  # (a tuple, read once: another thread may attach or detach)
+                self._to_session(session, session.list_changed, kind)
 
-    def _to_sessions(self, announce: str, argument: str) -> None:
-        # A session's subscriptions are its event loop's: each session hears the change there,
-        # whichever thread announced it.
-        for session in self._sessions:
-            try:
-                session.on_loop(self._deliver, session, announce, argument)
-            except RuntimeError:  # that session's loop closed since we read the tuple: it has ended
-                pass
+    def _to_session(self, session: Session, announce: Callable[[str], None], argument: str) -> None:
+        # A session's subscriptions are its event loop's: it hears the change there, whichever
+        # thread announced it.
+        try:
+            session.on_loop(self._deliver, session, announce, argument)
+        except RuntimeError:  # that session's loop closed since we read the tuple: it has ended
+            pass
 
-    def _deliver(self, session: Session, announce: str, argument: str) -> None:
+    def _deliver(self, session: Session, announce: Callable[[str], None], argument: str) -> None:
         if session in self._sessions:  # (a session that ended meanwhile hears nothing)
-            getattr(session, announce)(argument)
+            announce(argument)
 
     # --- watch hooks -------------------------------------------------------------------------------
 
@@ -433,7 +434,7 @@ class Server:
 
         Called on the event loop when a listen stream opens (after its acknowledgement) or ends,
         on legacy ``resources/(un)subscribe`` and ``initialize``, and with an empty ``WatchSet``
-        when serving stops; never twice in a row with the same set. A coroutine function runs in
+        when serving stops (the last session ends); never twice in a row with the same set. A coroutine function runs in
         a task the library owns (never concurrently with itself; cancelled at shutdown after
         ``watch.WATCH_STOP_SECONDS``); a plain function is called inline, so keep it quick.
         Exceptions are logged (logger ``mcp_ref.watch``) and never affect a stream. Register

@@ -10,6 +10,8 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from mcp_ref import Server, elicit_form
 from mcp_ref import session as session_module
 from mcp_ref.meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION
@@ -205,6 +207,7 @@ async def test_cancelling_everything_ends_shutdowns_wait_for_room_at_once() -> N
 TASKS_META = {PROTOCOL_VERSION: MODERN_VERSION, CLIENT_CAPABILITIES: {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
 
 
+@pytest.mark.req("VER-ERA-PER-REQUEST")
 async def test_two_sessions_on_one_server_share_no_era_subscription_or_task() -> None:
     server = Server("shared", "1.0", list_changed=True, resource_subscriptions=True)
     gate = asyncio.Event()
