@@ -434,9 +434,10 @@ class Server:
 
         Called on the event loop when a listen stream opens (after its acknowledgement) or ends,
         on legacy ``resources/(un)subscribe`` and ``initialize``, and with an empty ``WatchSet``
-        when serving stops (the last session ends); never twice in a row with the same set. A coroutine function runs in
-        a task the library owns (never concurrently with itself; cancelled at shutdown after
-        ``watch.WATCH_STOP_SECONDS``); a plain function is called inline, so keep it quick.
+        when serving stops (the last session ends); never twice in a row with the same set. A
+        coroutine function runs in a task the library owns (never concurrently with itself;
+        cancelled at shutdown after ``watch.WATCH_STOP_SECONDS``); a plain function is called
+        inline, so keep it quick.
         Exceptions are logged (logger ``mcp_ref.watch``) and never affect a stream. Register
         before serving. See ``mcp_ref.watch``.
         """
