@@ -25,6 +25,7 @@ from .wire import notification
 
 if TYPE_CHECKING:
     from .server import Server
+    from .session import Session
     from .wire import RequestId
 
 log = logging.getLogger("mcp_ref.requests")
@@ -101,8 +102,14 @@ class RequestContext:
         """True once the client cancelled this request; its result will be discarded."""
         return self._cancelled or (self._link is not None and self._link.cancelled)
 
-    def _finish(self) -> None:
-        self._finished = True
+    @property
+    def connection(self) -> Session:
+        """The connection this request arrived on (``mcp_ref.session.Session``): what the library's
+        own per-connection methods (the legacy handshake, subscriptions, tasks) act on. RuntimeError
+        for a context no session serves (a task's later rounds, a test's own)."""
+        if self._link is None:
+            raise RuntimeError(f"{self.method} (id {self.request_id!r}) is not served by a session")
+        return self._link.session
 
     def _is_finished(self) -> bool:
         """Is the request answered (or over)? Then no progress or log notification may follow."""
@@ -294,6 +301,7 @@ def parse_request_meta(params: dict[str, Any], advertised_versions: list[str], i
 class RequestLink(Protocol):
     """What a context reports through: the request's entry in its session (``session.InFlight``)."""
 
+    session: Session
     context: RequestContext | None
     cancelled: bool
     finished: bool  # the request is answered (or over): nothing more may be reported for it
@@ -311,6 +319,28 @@ def linked(context: RequestContext, link: RequestLink) -> RequestContext:
     context._link = link
     link.context = context
     return context
+
+
+# --- what the tasks extension (``tasks``) changes on a context ------------------------------------
+
+
+def offer_task(context: RequestContext, request_task: Callable[[str | None], None] | None) -> None:
+    """``ctx.run_as_task()`` (and progress after it) call ``request_task(status_message)`` from now
+    on; None takes the offer back (the call was answered directly)."""
+    context._request_task = request_task
+
+
+def serve_as_task(context: RequestContext, task_id: str, report_status: Callable[[str], None]) -> None:
+    """``context`` runs as task ``task_id``: its request is answered (nothing more is notified for
+    it), and progress becomes the task's status message through ``report_status``."""
+    context._task_id, context._task_status = task_id, report_status
+    context._finished = True
+
+
+def cancel_task_context(context: RequestContext) -> None:
+    """The task ``context`` runs in was cancelled (``tasks/cancel``, expiry, shutdown): a
+    synchronous handler sees ``ctx.cancelled``."""
+    context._cancelled = True
 
 
 def modern_context(request_id: RequestId, method: str, params: dict[str, Any], server: Server, link: RequestLink) -> RequestContext:

@@ -121,11 +121,11 @@ async def answer(session: Session, request: Request, entry: InFlight) -> dict[st
     # The era of this request (basic/versioning#backward-compatibility...). Modern ``_meta`` (a
     # protocol version or client capabilities: has_modern_meta, inline) always means 2026-07-28.
     # Without it, ``initialize`` and ``ping`` are legacy, and so is everything once an
-    # ``initialize`` was answered; anything else is treated as a malformed modern request (and so
+    # ``initialize`` was answered on this connection; anything else is treated as a malformed modern request (and so
     # answered -32602). A modern-only server has no legacy era at all.
     server, meta = session.server, request.params.get("_meta")
     modern = server.modern_only or isinstance(meta, dict) and (PROTOCOL_VERSION in meta or CLIENT_CAPABILITIES in meta) \
-        or not (request.method in ("initialize", "ping") or server.legacy.active)
+        or not (request.method in ("initialize", "ping") or session.legacy.active)
     rounds = None if modern else legacyinput.LegacyRounds()  # only the legacy era asks its client across rounds
     while True:
         try:
@@ -182,7 +182,7 @@ async def _run(session: Session, request: Request, entry: InFlight, modern: bool
     if modern:
         context = modern_context(request.id, method, params, server, entry)
     else:
-        context = legacy.legacy_context(server, request, entry, rounds)
+        context = legacy.legacy_context(session, request, entry, rounds)
     limit = server.rate_limits.get(method)
     try:
         if limit is not None and (delay := limit.reserve()):
@@ -192,7 +192,7 @@ async def _run(session: Session, request: Request, entry: InFlight, modern: bool
             # lives: neither holds (nor waits for) a concurrency slot.
             result = await handler(server, context, params)
         elif method == "tools/call" and isinstance(name := params.get("name"), str) and name in server.task_tools \
-                and tasks.may_become_task(server, request, context, modern):
+                and tasks.may_become_task(session, request, context, modern):
             result = await tasks.call_maybe_as_task(session, handler, request, context, complete, error_for)
         else:
             async with session.slots:
@@ -201,7 +201,7 @@ async def _run(session: Session, request: Request, entry: InFlight, modern: bool
         entry.finished = True  # no progress or log notification may follow the response
     if modern:
         return complete(server, method, result)
-    return legacy.shape_result(server, method, result)
+    return legacy.shape_result(session, method, result)
 
 
 def complete(server: Server, method: str, result: dict[str, Any]) -> dict[str, Any]:

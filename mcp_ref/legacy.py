@@ -6,7 +6,8 @@ server/resources#subscriptions, server/utilities/logging.
 
 Theory of operation
 -------------------
-An ``initialize`` request *without* modern ``_meta`` switches legacy semantics on for this process:
+An ``initialize`` request *without* modern ``_meta`` switches legacy semantics on for this connection
+(its ``LegacySession``, which the connection's ``session.Session`` owns):
 we answer with the negotiated version, and from then on requests that carry no modern ``_meta``
 are served as that version -- ``ping``, ``logging/setLevel``, ``resources/subscribe`` included.
 The era is still decided per request: a request with modern ``_meta`` is always served as
@@ -48,13 +49,15 @@ if TYPE_CHECKING:
     from .context import RequestContext, RequestLink
     from .legacyinput import LegacyRounds
     from .server import Server
+    from .session import Session
     from .wire import Request
 
 LEGACY_ONLY_METHODS = frozenset({"initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe"})
 
 
 class LegacySession:
-    """The one piece of per-process state the legacy era needs (2025-11-25 lifecycle)."""
+    """What the legacy era remembers of one connection (2025-11-25 lifecycle): the ``initialize``
+    handshake, the log level, the subscribed URIs. Owned by that connection's ``Session``."""
 
     def __init__(self) -> None:
         self.version: str | None = None  # negotiated by initialize; None until then
@@ -69,6 +72,12 @@ class LegacySession:
     def active(self) -> bool:
         return self.version is not None
 
+    def watched_lists(self, announced: frozenset[str]) -> frozenset[str]:
+        """The ``announced`` lists whose changes this client may need: legacy clients get list
+        changes without asking, but only a list the client fetched can be stale (a host that never
+        lists resources costs no resource watching)."""
+        return announced & frozenset(self.listed) if self.active else frozenset()
+
 
 async def initialize(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``initialize``: negotiate a legacy version and describe the server."""
@@ -79,14 +88,15 @@ async def initialize(server: Server, ctx: RequestContext, params: dict[str, Any]
     if not isinstance(capabilities, dict):
         raise InvalidParams('initialize "capabilities" must be an object')
     client_info = params.get("clientInfo")
-    session = server.legacy
-    session.version = negotiate_legacy_version(requested)
-    session.client_capabilities = capabilities
-    session.client_info = client_info if isinstance(client_info, dict) else None
-    session.listed = set()  # a new session has fetched no list yet
-    server.watch_changed()
+    connection = ctx.connection
+    handshake = connection.legacy
+    handshake.version = negotiate_legacy_version(requested)
+    handshake.client_capabilities = capabilities
+    handshake.client_info = client_info if isinstance(client_info, dict) else None
+    handshake.listed = set()  # a new handshake has fetched no list yet
+    connection.watch_changed()
     result: dict[str, Any] = {
-        "protocolVersion": session.version,
+        "protocolVersion": handshake.version,
         "capabilities": server.capabilities(era="legacy"),
         "serverInfo": dict(server.info),
     }
@@ -101,11 +111,11 @@ async def ping(server: Server, ctx: RequestContext, params: dict[str, Any]) -> d
 
 
 async def set_level(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
-    """``logging/setLevel``: the minimum level of ``notifications/message`` for the whole session."""
+    """``logging/setLevel``: the minimum level of ``notifications/message`` for the whole connection."""
     level = params.get("level")
     if not is_log_level(level):
         raise InvalidParams(f'"level" must be one of: {", ".join(LOG_LEVELS)}')
-    server.legacy.log_level = level
+    ctx.connection.legacy.log_level = level
     return {}
 
 
@@ -115,17 +125,19 @@ async def subscribe(server: Server, ctx: RequestContext, params: dict[str, Any])
     Bounded like listen streams (``subscriptions.MAX_SUBSCRIBED_URIS``, together with them).
     """
     uri = _uri(params)
-    if uri not in server.legacy.subscribed_uris:
-        check_room_for_uris(server, 1)
-        server.legacy.subscribed_uris.add(uri)
-        server.watch_changed()
+    connection = ctx.connection
+    if uri not in connection.legacy.subscribed_uris:
+        check_room_for_uris(connection, 1)
+        connection.legacy.subscribed_uris.add(uri)
+        connection.watch_changed()
     return {}
 
 
 async def unsubscribe(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
     """``resources/unsubscribe``."""
-    server.legacy.subscribed_uris.discard(_uri(params))
-    server.watch_changed()
+    connection = ctx.connection
+    connection.legacy.subscribed_uris.discard(_uri(params))
+    connection.watch_changed()
     return {}
 
 
@@ -206,20 +218,21 @@ def _downgrade_block(block: dict[str, Any], version: str) -> dict[str, Any]:
 LISTED_KIND = {"tools/list": "tools", "prompts/list": "prompts", "resources/list": "resources", "resources/templates/list": "resources"}
 
 
-def legacy_context(server: Server, request: Request, link: RequestLink, rounds: LegacyRounds | None = None) -> RequestContext:
-    """A legacy request's client is the one the ``initialize`` handshake described; on a re-run
-    (``legacyinput``), the answers its client gave so far and the handler's state come along."""
+def legacy_context(session: Session, request: Request, link: RequestLink, rounds: LegacyRounds | None = None) -> RequestContext:
+    """A legacy request's client is the one its connection's ``initialize`` handshake described;
+    on a re-run (``legacyinput``), the answers its client gave so far and the handler's state
+    come along."""
     from .context import RequestContext, linked, parse_progress_token
 
-    session = server.legacy
+    handshake = session.legacy
     context = RequestContext(
         request_id=request.id,
         method=request.method,
         era="legacy",
-        protocol_version=session.version or "",
-        client_capabilities=session.client_capabilities,
-        client_info=session.client_info,
-        log_level=session.log_level,
+        protocol_version=handshake.version or "",
+        client_capabilities=handshake.client_capabilities,
+        client_info=handshake.client_info,
+        log_level=handshake.log_level,
         progress_token=parse_progress_token(request.params.get("_meta")),
         emit=link.emit,
     )
@@ -228,11 +241,12 @@ def legacy_context(server: Server, request: Request, link: RequestLink, rounds: 
     return linked(context, link)
 
 
-def shape_result(server: Server, method: str, result: dict[str, Any]) -> dict[str, Any]:
+def shape_result(session: Session, method: str, result: dict[str, Any]) -> dict[str, Any]:
     """A legacy request's result, for its negotiated version; a list the client fetched for the
     first time is worth watching from now on (see ``Server.on_watch``)."""
+    handshake = session.legacy
     kind = LISTED_KIND.get(method)
-    if kind is not None and kind not in server.legacy.listed:
-        server.legacy.listed.add(kind)
-        server.watch_changed()
-    return to_legacy_result(method, result, server.legacy.version or "")
+    if kind is not None and kind not in handshake.listed:
+        handshake.listed.add(kind)
+        session.watch_changed()
+    return to_legacy_result(method, result, handshake.version or "")

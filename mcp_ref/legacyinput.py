@@ -68,7 +68,7 @@ async def ask_client(session: Session, request: Request, entry: InFlight, needed
 
     method = request.method
     check_input_required(method, needed)
-    legacy = session.server.legacy
+    legacy = session.legacy
     version = legacy.version or ""
     missing = sorted(
         {

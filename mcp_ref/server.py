@@ -1,9 +1,12 @@
 """The server API: what a server author touches.
 
 A ``Server`` holds what the server offers (tools, resources, templates, prompts, completers),
-how it describes itself (name, version, instructions, capabilities), and publishes change
-notifications. It knows nothing about JSON-RPC or stdio: ``Server.run()`` hands it to the stdio
-transport, and the dispatcher calls the feature modules with it.
+how it describes itself (name, version, instructions, capabilities) and how it is configured, and
+publishes change notifications to the sessions it serves. Everything one client connection has
+(the legacy handshake, subscriptions, tasks, requests in flight) is that connection's
+``session.Session``'s, so one ``Server`` can serve several sessions that share nothing but it. It
+knows nothing about JSON-RPC or stdio: ``Server.run()`` hands it to the stdio transport, and the
+dispatcher calls the feature modules with it.
 
 Example::
 
@@ -29,23 +32,21 @@ from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 from .caching import DEFAULT_LIST_HINT, DEFAULT_READ_HINT, CacheHint
 from .context import RateLimit
-from .legacy import LegacySession
 from .outgoing import DEFAULT_CLIENT_REQUEST_TIMEOUT_SECONDS
 from .requeststate import StateSealer
 from .pagination import DEFAULT_PAGE_SIZE
 from .resources import Resource, ResourceTemplate
 from .sealing import Signer
-from .subscriptions import LIST_CHANGED_FIELDS, SubscriptionHub
-from .tasks import TASKS_EXTENSION, TaskSettings, TaskStore
+from .tasks import TASKS_EXTENSION, TaskSettings
 from .tools import Tool
 from .versions import initialize_versions, supported_versions
 from .watch import WatchHooks, WatchSet
-from .wire import notification
 
 if TYPE_CHECKING:
     from concurrent.futures import ThreadPoolExecutor
 
     from .prompts import Prompt, PromptArgument
+    from .session import Session
 
 LIST_KINDS = ("tools", "prompts", "resources")
 
@@ -152,17 +153,14 @@ class Server:
         self.prompts: dict[str, Prompt] = {}
         self.completers: dict[tuple[str, str], Callable[..., Any]] = {}
 
-        self.subscriptions = SubscriptionHub()
-        self.tasks = TaskStore(task_settings)
-        self.tasks.on_change = self.subscriptions.task_changed  # notifications/tasks
-        self.legacy = LegacySession()
+        self.task_settings = task_settings or TaskSettings()  # each session's TaskStore runs by these
         self._watch_hooks = WatchHooks()
-        self._emit: Callable[[dict[str, Any]], None] | None = None
         self._pool: ThreadPoolExecutor | None = None
         self._busy_threads = 0
         self._busy_lock = threading.Lock()
-        # (event loop, its thread) while serving. One attribute, so another thread reads both at once.
-        self._bound: tuple[asyncio.AbstractEventLoop, int] | None = None
+        # The sessions being served (``attach``). A tuple, replaced whole, so that another thread
+        # announcing a change reads one consistent set.
+        self._sessions: tuple[Session, ...] = ()
         self._registry_changed()
 
     # --- description ----------------------------------------------------------------------------
@@ -215,20 +213,6 @@ class Server:
         if hint is not None:
             return hint
         return DEFAULT_READ_HINT if method == "resources/read" else DEFAULT_LIST_HINT
-
-    def honoured_filter(self, requested: dict[str, Any]) -> dict[str, Any]:
-        """The part of a subscription filter this server will honour (for the acknowledgement)."""
-        honoured: dict[str, Any] = {}
-        for name, (kind, _) in LIST_CHANGED_FIELDS.items():
-            if requested.get(name) is True and kind in self.list_changed_kinds:
-                honoured[name] = True
-        uris = requested.get("resourceSubscriptions")
-        if uris and self.resource_subscriptions:
-            honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
-        task_ids = requested.get("taskIds")
-        if task_ids:  # tasks extension: the ids of tasks that exist (an unknown id gets nothing)
-            honoured["taskIds"] = [task_id for task_id in dict.fromkeys(task_ids) if task_id in self.tasks]
-        return honoured
 
     # --- registration ---------------------------------------------------------------------------
 
@@ -407,8 +391,8 @@ class Server:
     def notify_list_changed(self, kind: str) -> None:
         """Announce that the ``tools``, ``prompts`` or ``resources`` list changed.
 
-        Safe to call from any thread (a synchronous handler, a file watcher's thread); the fan-out
-        happens on the event loop. Outside serving it does nothing.
+        Safe to call from any thread (a synchronous handler, a file watcher's thread); each session
+        served hears it on its own event loop. Outside serving it does nothing.
         """
         if kind not in self.list_changed_kinds:
             raise ValueError(f"{kind} list changes are not declared; pass list_changed=[{kind!r}] to Server()")
@@ -417,45 +401,31 @@ class Server:
     def notify_resource_updated(self, uri: str) -> None:
         """Announce that the resource at ``uri`` changed, to the subscribers of that URI.
 
-        Safe to call from any thread (a synchronous handler, a file watcher's thread); the fan-out
-        happens on the event loop. Outside serving it does nothing.
+        Safe to call from any thread (a synchronous handler, a file watcher's thread); each session
+        served hears it on its own event loop. Outside serving it does nothing.
         """
         if not self.resource_subscriptions:
             raise ValueError("resource subscriptions are not declared; pass resource_subscriptions=True to Server()")
-        self._on_loop(self._resource_updated, uri)
-
-    def _resource_updated(self, uri: str) -> None:
-        if self._emit is None:
-            return
-        self.subscriptions.resource_updated(uri)
-        if self.legacy.active and uri in self.legacy.subscribed_uris:
-            self._emit(notification("notifications/resources/updated", {"uri": uri}))
+        for session in self._sessions:
+            self._to_session(session, session.resource_updated, uri)
 
     def _list_changed(self, kind: str) -> None:
         self._registry_changed()
         if kind in self.list_changed_kinds:
-            self._on_loop(self._announce_list_changed, kind)
+            for session in self._sessions:  # (a tuple, read once: another thread may attach or detach)
+                self._to_session(session, session.list_changed, kind)
 
-    def _announce_list_changed(self, kind: str) -> None:
-        if self._emit is None:
-            return
-        self.subscriptions.list_changed(kind)
-        if self.legacy.active:
-            self._emit(notification(f"notifications/{kind}/list_changed"))
-
-    def _on_loop(self, function: Callable[..., None], *args: Any) -> None:
-        # Subscriptions are the event loop's: fan out there, whichever thread announced the change.
-        bound = self._bound  # read once: the loop thread may unbind meanwhile
-        if bound is None:
-            return  # not serving: nobody to tell
-        loop, loop_thread = bound
-        if threading.get_ident() == loop_thread:
-            function(*args)
-            return
+    def _to_session(self, session: Session, announce: Callable[[str], None], argument: str) -> None:
+        # A session's subscriptions are its event loop's: it hears the change there, whichever
+        # thread announced it.
         try:
-            loop.call_soon_threadsafe(function, *args)
-        except RuntimeError:  # the loop closed since we read it: serving has ended
+            session.on_loop(self._deliver, session, announce, argument)
+        except RuntimeError:  # that session's loop closed since we read the tuple: it has ended
             pass
+
+    def _deliver(self, session: Session, announce: Callable[[str], None], argument: str) -> None:
+        if session in self._sessions:  # (a session that ended meanwhile hears nothing)
+            announce(argument)
 
     # --- watch hooks -------------------------------------------------------------------------------
 
@@ -464,9 +434,10 @@ class Server:
 
         Called on the event loop when a listen stream opens (after its acknowledgement) or ends,
         on legacy ``resources/(un)subscribe`` and ``initialize``, and with an empty ``WatchSet``
-        when serving stops; never twice in a row with the same set. A coroutine function runs in
-        a task the library owns (never concurrently with itself; cancelled at shutdown after
-        ``watch.WATCH_STOP_SECONDS``); a plain function is called inline, so keep it quick.
+        when serving stops (the last session ends); never twice in a row with the same set. A
+        coroutine function runs in a task the library owns (never concurrently with itself;
+        cancelled at shutdown after ``watch.WATCH_STOP_SECONDS``); a plain function is called
+        inline, so keep it quick.
         Exceptions are logged (logger ``mcp_ref.watch``) and never affect a stream. Register
         before serving. See ``mcp_ref.watch``.
         """
@@ -475,36 +446,39 @@ class Server:
 
     @property
     def watched(self) -> WatchSet:
-        """What clients listen for right now (what ``on_watch`` handlers are told)."""
-        lists = self.subscriptions.watched_lists()
-        if self.legacy.active:
-            # Legacy clients get list changes without asking, but only a list the client fetched
-            # can be stale: a host that never lists resources costs no resource watching.
-            lists |= self.list_changed_kinds & self.legacy.listed
-        return WatchSet(self.subscriptions.watched_uris() | frozenset(self.legacy.subscribed_uris), lists)
+        """What clients listen for right now (what ``on_watch`` handlers are told): the union over
+        the sessions being served."""
+        uris: frozenset[str] = frozenset()
+        lists: frozenset[str] = frozenset()
+        for session in self._sessions:
+            watched = session.watched
+            uris, lists = uris | watched.resource_uris, lists | watched.lists
+        return WatchSet(uris, lists)
 
     def watch_changed(self) -> None:
         """What is watched may have changed (event-loop thread): tell the hooks if it did."""
         if self._watch_hooks:
             self._watch_hooks.update(self.watched)
 
-    async def stop_watching(self) -> None:
-        """Serving ends: hooks get the empty set (coroutine hooks a bounded time to take it in)."""
-        await self._watch_hooks.stop()
+    # --- the sessions being served ------------------------------------------------------------------
+
+    def attach(self, session: Session) -> None:
+        """``session`` is served from now on (on its event loop): it hears change notifications,
+        and what it watches counts. The first one starts the watch hooks."""
+        if not self._sessions:
+            self._watch_hooks.start()
+        self._sessions = (*self._sessions, session)
+
+    async def detach(self, session: Session) -> None:
+        """``session`` has ended: it hears nothing more. Watch hooks hear what the others still
+        watch; after the last one, the empty set (coroutine hooks get a bounded time to take it in)."""
+        self._sessions = tuple(other for other in self._sessions if other is not session)
+        if self._sessions:
+            self.watch_changed()
+        else:
+            await self._watch_hooks.stop()
 
     # --- running ----------------------------------------------------------------------------------
-
-    def bind(self, emit: Callable[[dict[str, Any]], None] | None,
-             emit_optional: Callable[[dict[str, Any]], None] | None = None) -> None:
-        """Connect to a running dispatcher's output (call on its event loop), or disconnect with None.
-        ``emit_optional`` may shed a notification under backpressure (progress-like ones)."""
-        self._emit = emit
-        self.subscriptions.bind(emit, emit_optional)
-        if emit is None:
-            self._bound = None
-        else:
-            self._bound = (asyncio.get_running_loop(), threading.get_ident())
-            self._watch_hooks.start()
 
     async def invoke(self, handler: Callable[..., Any], *args: Any) -> Any:
         """Call a handler: coroutine functions on the event loop, plain functions on the handler pool."""

@@ -5,14 +5,26 @@ basic/transports/stdio (backpressure is ours: the spec leaves it to the implemen
 
 Theory of operation
 -------------------
-A ``Session`` is everything one client connection has: the bytes it sent that are not read yet
-(a ``wire.WireReader``), the requests in flight (by id), the budgets that bound them, the output
-budget of large answers, the requests we sent an initialize-era client (``outgoing``), and the
-phases of shutting down. It does no I/O of its own: the transport (``stdio``) gives it bytes
+A ``Session`` is everything one client connection has; the ``Server`` holds only what is
+registered and how it is configured, so one ``Server`` may serve several sessions that share
+nothing else. It does no I/O of its own: the transport (``stdio``) gives it bytes
 (``receive_data``, ``receive_eof``) and an ``Output`` to queue answer lines on, and reads
 ``wants_input`` to know whether to read more. Each request runs as an asyncio task that
 ``dispatcher.answer`` drives (era, route, context, handler, result shape); the session only starts
-it, answers or silences it, and forgets it.
+it, answers or silences it, and forgets it. What it holds, and who changes it::
+
+    reader            bytes not read yet (wire.WireReader)        receive_data, _pump, _take_ahead
+    _in_flight        requests by id (InFlight), and _draining    _start, _answered, _finished
+    budgets           slots, in_flight_cost, output_budget        _start/_finished, reserve_output
+    outgoing          our requests to an initialize-era client    legacyinput.ask_client, handle
+    legacy            the initialize handshake (LegacySession)    legacy.initialize, _notified
+    subscriptions     open listen streams (SubscriptionHub)       subscriptions.listen, _cancel
+    tasks             this client's tasks (TaskStore)             tasks.call_maybe_as_task
+    accepting, ...    the shutdown phases (below)                 serve_held_input ... shutdown
+
+The per-connection methods reach it as ``ctx.connection``; ``Server.notify_*`` reach it through
+``list_changed``/``resource_updated`` on its loop (``Server.attach``, until ``shutdown``
+detaches it), and ``watched`` is its share of what the server's watch hooks hear.
 
 States of one request id::
 
@@ -40,8 +52,9 @@ answers unread.
 Connection phases: serving -> (EOF, a signal) draining held input for the grace period
 (``serve_held_input``) -> refusing what is still held (``refuse_held_input``) -> ``shutdown``
 (in-flight work finishes within what is left of the grace, then -32603 and cancellation; open
-subscriptions get their graceful closure; tasks are cancelled). A lost output (the client closed
-stdout) skips to cancelling everything without answers (``cancel_in_flight``).
+subscriptions get their graceful closure; tasks are cancelled; the server forgets the session,
+``Server.detach``). A lost output (the client closed stdout) skips to cancelling everything
+without answers (``cancel_in_flight``).
 
 Cancel-safety: every method but ``serve_held_input`` and ``shutdown`` is a plain function that
 runs to completion on the loop; those two, if cancelled, stop waiting and leave the state as it
@@ -59,8 +72,12 @@ from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
 from .control import CONTROL_LANE, CONTROL_LANE_LIMIT, OVERTAKING_NOTIFICATIONS, OVERTAKING_PATTERN, OVERTAKING_REQUESTS, cancelled_request, notification_problem
 from .dispatcher import answer
 from .errors import TOO_MANY_DIGITS, InternalError, InvalidRequest, clip, too_many_digits
+from .legacy import LegacySession
 from .outgoing import Outgoing
 from .outputbudget import DEFAULT_MAX_RESERVED_OUTPUT_BYTES, OutputBudget
+from .subscriptions import LIST_CHANGED_METHOD, RESOURCE_UPDATED, SubscriptionHub
+from .tasks import TaskStore
+from .watch import WatchSet
 from .wire import (
     CANCELLED,
     DEFAULT_MAX_LINE_BYTES,
@@ -75,6 +92,7 @@ from .wire import (
     encode_message,
     encode_message_parts,
     error_response,
+    notification,
     request_key,
     response_parts,
 )
@@ -247,7 +265,10 @@ class Session:
         self.on_input_wanted: Callable[[], None] | None = None  # the transport's: look at wants_input again
         self._changed = asyncio.Event()  # set whenever room may have appeared (see serve_held_input)
         self.outgoing = Outgoing(self.send, self.room)  # requests to initialize-era clients only
-        server.bind(self.emit, self.emit_optional)
+        self.legacy = LegacySession()  # the initialize handshake, if this client made one
+        self.subscriptions = SubscriptionHub(self.emit, self.emit_optional)  # open listen streams
+        self.tasks = TaskStore(server.task_settings, on_change=self.subscriptions.task_changed)
+        server.attach(self)  # change notifications reach this session from now on
 
     # --- output -------------------------------------------------------------------------------
 
@@ -424,7 +445,7 @@ class Session:
         elif method == CANCELLED:
             self._cancel(params["requestId"], params.get("reason"))
         elif method == "notifications/initialized":
-            self.server.legacy.initialized = True
+            self.legacy.initialized = True
         else:
             log.debug("ignoring notification %s", clip(method))
 
@@ -439,7 +460,34 @@ class Session:
         # reusing it may follow in the same read as the cancellation.
         self._answered(request_key(request_id), entry)
         if entry.request.method == "subscriptions/listen":
-            self.server.subscriptions.discard(request_id)  # nothing more on this stream from now on
+            self.subscriptions.discard(request_id)  # nothing more on this stream from now on
+
+    # --- change notifications (``Server.notify_*`` calls these on the loop) ------------------------
+
+    def list_changed(self, kind: str) -> None:
+        """The ``kind`` list changed: the streams that asked hear it, and an initialize-era client
+        (which never asks: it gets every announced list's changes)."""
+        self.subscriptions.list_changed(kind)
+        if self.legacy.active:
+            self.send(notification(LIST_CHANGED_METHOD[kind]))
+
+    def resource_updated(self, uri: str) -> None:
+        """The resource at ``uri`` changed: tell the streams, and a legacy client, subscribed to it."""
+        self.subscriptions.resource_updated(uri)
+        if self.legacy.active and uri in self.legacy.subscribed_uris:
+            self.send(notification(RESOURCE_UPDATED, {"uri": uri}))
+
+    @property
+    def watched(self) -> WatchSet:
+        """What this client listens for: its streams' URIs and lists, its legacy subscriptions, and
+        the announced lists its legacy handshake fetched (``LegacySession.watched_lists``)."""
+        hub, legacy = self.subscriptions, self.legacy
+        lists = hub.watched_lists() | legacy.watched_lists(self.server.list_changed_kinds)
+        return WatchSet(hub.watched_uris() | frozenset(legacy.subscribed_uris), lists)
+
+    def watch_changed(self) -> None:
+        """What this session watches may have changed (event-loop thread): the server's hooks hear the new union."""
+        self.server.watch_changed()
 
     # --- serving one request (the dispatcher does the work) ------------------------------------
 
@@ -557,11 +605,10 @@ class Session:
                     task.cancel()
                 # A handler that swallows its cancellation is not waited for forever.
                 await asyncio.wait(pending, timeout=UNWIND_SECONDS)
-        await self.server.tasks.close()  # nobody can poll them once the client has gone
-        self.server.subscriptions.close_all()
+        await self.tasks.close()  # nobody can poll them once the client has gone
+        self.subscriptions.close_all()
         listens = [e.task for e in self._in_flight.values()]
         if listens:
             await asyncio.gather(*listens, return_exceptions=True)
-        await self.server.stop_watching()  # watch hooks hear the empty set: nothing listens any more
+        await self.server.detach(self)  # no more change notifications; watch hooks hear what is left
         await self.output.drain()
-        self.server.bind(None)

@@ -18,7 +18,8 @@ subscription id -- the "graceful closure" -- before the process exits.
 
 Streams are meant to stay open, so what they hold is bounded: at most ``MAX_OPEN_SUBSCRIPTIONS``
 streams, and at most ``MAX_SUBSCRIBED_URIS`` resource URIs across all of them and the legacy
-``resources/subscribe`` set together, each URI at most ``MAX_URI_LENGTH`` characters. A listen
+``resources/subscribe`` set together, each URI at most ``MAX_URI_LENGTH`` characters; both bounds
+are per connection, as the streams are (each ``Session`` owns its ``SubscriptionHub``). A listen
 over a bound is refused before anything is registered. The hub counts what open streams hold, so
 ``Server.watched`` (the ``WatchSet`` given to watch hooks, see ``watch``) costs no scan of them.
 """
@@ -33,11 +34,13 @@ from .errors import InternalError, InvalidParams, clip
 from .meta import SUBSCRIPTION_ID
 from .resources import MAX_URI_LENGTH
 from .tasks import client_supports_tasks, missing_tasks_extension
-from .wire import notification
+from .wire import notification, request_key
 
 if TYPE_CHECKING:
     from .context import RequestContext
     from .server import Server
+    from .session import Session
+    from .tasks import TaskStore
     from .wire import RequestId
 
 # Filter field -> (list kind, notification method).
@@ -82,9 +85,10 @@ def check_uri_length(uri: str) -> None:
         raise InvalidParams(f"Subscribed URI longer than {MAX_URI_LENGTH} characters", {"uri": clip(uri)})
 
 
-def check_room_for_uris(server: Server, count: int) -> None:
-    """-32602 unless ``count`` more subscribed URIs fit within ``MAX_SUBSCRIBED_URIS`` (streams and legacy together)."""
-    held = server.subscriptions.uri_total + len(server.legacy.subscribed_uris)
+def check_room_for_uris(session: Session, count: int) -> None:
+    """-32602 unless ``count`` more subscribed URIs fit within ``MAX_SUBSCRIBED_URIS`` (this
+    connection's streams and legacy subscriptions together)."""
+    held = session.subscriptions.uri_total + len(session.legacy.subscribed_uris)
     if held + count > MAX_SUBSCRIBED_URIS:
         raise InvalidParams(
             f"Too many subscribed resource URIs: the server holds at most {MAX_SUBSCRIBED_URIS} across all "
@@ -124,24 +128,20 @@ class Subscription:
 
 
 class SubscriptionHub:
-    """Open subscriptions, and the fan-out of change events to the ones whose filter matches."""
+    """One connection's open subscriptions (its ``Session`` owns them), and the fan-out of change
+    events to the ones whose filter matches. ``emit`` sends a notification (thread-safe);
+    ``emit_optional`` one the output may shed under backpressure. Without ``emit`` nothing is sent."""
 
-    def __init__(self) -> None:
+    def __init__(self, emit: Callable[[dict[str, Any]], None] | None = None,
+                 emit_optional: Callable[[dict[str, Any]], None] | None = None) -> None:
         self._open: dict[Any, Subscription] = {}
-        self._emit: Callable[[dict[str, Any]], None] | None = None
-        self._emit_optional: Callable[[dict[str, Any]], None] | None = None
+        self._emit = emit
+        self._emit_optional = emit_optional
         self._task_listeners = 0  # open streams with task ids (most servers have none)
         # What the open streams hold, counted per stream (for WatchSet and MAX_SUBSCRIBED_URIS).
         self._uri_refs: Counter[str] = Counter()
         self._list_refs: Counter[str] = Counter()
         self.uri_total = 0
-
-    def bind(self, emit: Callable[[dict[str, Any]], None] | None,
-             emit_optional: Callable[[dict[str, Any]], None] | None = None) -> None:
-        """Where notifications go (the dispatcher's thread-safe emit, and its variant that may shed
-        a notification under backpressure); None while not serving."""
-        self._emit = emit
-        self._emit_optional = emit_optional
 
     def __len__(self) -> int:
         return len(self._open)
@@ -150,7 +150,7 @@ class SubscriptionHub:
         """Register a stream and send its acknowledgement, which must precede anything else on it."""
         subscription = Subscription(request_id, honoured, asyncio.get_running_loop().create_future())
         self._send(subscription, "notifications/subscriptions/acknowledged", {"notifications": honoured})
-        self._open[_key(request_id)] = subscription
+        self._open[request_key(request_id)] = subscription
         self._task_listeners += bool(subscription.task_ids)
         self._uri_refs.update(subscription.uris)
         self._list_refs.update(subscription.lists)
@@ -163,7 +163,7 @@ class SubscriptionHub:
         With ``subscription``, only that stream: the id may already belong to a newer listen (a
         cancelled request's id is free for reuse at once).
         """
-        key = _key(request_id)
+        key = request_key(request_id)
         if subscription is not None and self._open.get(key) is not subscription:
             return
         subscription = self._open.pop(key, None)
@@ -231,9 +231,20 @@ def _release(counts: Counter[str], keys: list[str]) -> None:
             del counts[key]
 
 
-def _key(request_id: Any) -> tuple[type, Any]:
-    # 1 and "1" are different request ids.
-    return (type(request_id), request_id)
+def honoured_filter(server: Server, tasks: TaskStore, requested: dict[str, Any]) -> dict[str, Any]:
+    """The part of a subscription filter ``server`` will honour (for the acknowledgement): the
+    lists it announces, URIs if it offers resource subscriptions, and ids of ``tasks`` that exist."""
+    honoured: dict[str, Any] = {}
+    for name, (kind, _) in LIST_CHANGED_FIELDS.items():
+        if requested.get(name) is True and kind in server.list_changed_kinds:
+            honoured[name] = True
+    uris = requested.get("resourceSubscriptions")
+    if uris and server.resource_subscriptions:
+        honoured["resourceSubscriptions"] = list(dict.fromkeys(uris))
+    task_ids = requested.get("taskIds")
+    if task_ids:  # tasks extension: the ids of tasks that exist (an unknown id gets nothing)
+        honoured["taskIds"] = [task_id for task_id in dict.fromkeys(task_ids) if task_id in tasks]
+    return honoured
 
 
 async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -241,15 +252,17 @@ async def listen(server: Server, ctx: RequestContext, params: dict[str, Any]) ->
     requested = parse_filter(params)
     if "taskIds" in requested and not client_supports_tasks(ctx.client_capabilities):
         raise missing_tasks_extension("subscriptions/listen with notifications.taskIds")
-    honoured = server.honoured_filter(requested)
-    if len(server.subscriptions) >= MAX_OPEN_SUBSCRIPTIONS:
+    session = ctx.connection
+    hub = session.subscriptions
+    honoured = honoured_filter(server, session.tasks, requested)
+    if len(hub) >= MAX_OPEN_SUBSCRIPTIONS:
         raise InternalError(f"Too many open subscriptions (at most {MAX_OPEN_SUBSCRIPTIONS}); cancel one first")
-    check_room_for_uris(server, len(honoured.get("resourceSubscriptions", ())))
-    subscription = server.subscriptions.open(ctx.request_id, honoured)
+    check_room_for_uris(session, len(honoured.get("resourceSubscriptions", ())))
+    subscription = hub.open(ctx.request_id, honoured)
     try:
-        server.watch_changed()  # after the acknowledgement
+        session.watch_changed()  # after the acknowledgement
         await subscription.closed
     finally:
-        server.subscriptions.discard(ctx.request_id, subscription)
-        server.watch_changed()
+        hub.discard(ctx.request_id, subscription)
+        session.watch_changed()
     return {"_meta": {SUBSCRIPTION_ID: ctx.request_id}}

@@ -50,6 +50,7 @@ from collections import OrderedDict
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
+from .context import cancel_task_context, offer_task
 from .errors import InternalError, InvalidParams, MethodNotFound, MissingRequiredClientCapability, ProtocolError, clip
 from .wire import encode_message
 from .mrtr import InputRequired, check_client_can_answer, check_input_request, parse_input_responses, validate_input_response
@@ -143,7 +144,7 @@ class Task:
         self.state: Any = None  # the handler's state from its last InputRequired
         self.context: RequestContext | None = None  # the running round's context (for ctx.cancelled)
         self._answered = asyncio.Event()
-        self._driver: asyncio.Task[None] | None = None
+        self.driver: asyncio.Task[None] | None = None  # runs the handler's rounds (``start``)
 
     @property
     def terminal(self) -> bool:
@@ -185,10 +186,8 @@ class Task:
                 return
             self.status = status
         self.updated = time.time()
-        if self.terminal:
-            self._store._running.discard(self.id)
         # A new status message alone may be shed under backpressure; a new status never is.
-        self._store._notify(self, optional=status is None)
+        self._store.changed(self, optional=status is None)
 
     def set_status_message(self, message: str) -> None:
         """A new ``statusMessage`` (progress, from ``ctx.report_progress`` in a task)."""
@@ -224,9 +223,9 @@ class Task:
         if self.terminal:
             return
         if self.context is not None:
-            self.context._cancelled = True
-        if self._driver is not None:
-            self._driver.cancel()
+            cancel_task_context(self.context)
+        if self.driver is not None:
+            self.driver.cancel()
         self.input_requests.clear()
         self._changed("cancelled")
 
@@ -241,7 +240,7 @@ class Task:
     ) -> None:
         """Drive the handler to an outcome: ``first_round`` is the call's handler, already running;
         ``next_round`` runs it again (with this task's answers and state) after input arrived."""
-        self._driver = asyncio.ensure_future(self._drive(first_round, next_round, complete, error_for))
+        self.driver = asyncio.ensure_future(self._drive(first_round, next_round, complete, error_for))
 
     async def _drive(self, round_: asyncio.Future[dict[str, Any]], next_round: Any, complete: Any, error_for: Any) -> None:
         state_only_rounds = 0
@@ -326,15 +325,16 @@ class Task:
 
 
 class TaskStore:
-    """The server's tasks: bounded, expiring, looked up by id. Event-loop thread only."""
+    """One connection's tasks (its ``Session`` owns them): bounded, expiring, looked up by id.
+    Event-loop thread only."""
 
-    def __init__(self, settings: TaskSettings | None = None) -> None:
+    def __init__(self, settings: TaskSettings | None = None, on_change: Callable[[Task, bool], Any] | None = None) -> None:
         self.settings = settings or TaskSettings()
         self._tasks: OrderedDict[str, Task] = OrderedDict()  # creation order = expiry order
         self._running: set[str] = set()
         self._reserved = 0  # task-capable calls in their answer-directly window
-        # notifications/tasks (set by the server): on_change(task, optional)
-        self.on_change: Callable[[Task, bool], Any] | None = None
+        # notifications/tasks (the session's subscriptions): on_change(task, optional)
+        self.on_change = on_change
 
     def __len__(self) -> int:
         return len(self._tasks)
@@ -392,7 +392,11 @@ class TaskStore:
                 task.cancel()
             self._running.discard(task.id)
 
-    def _notify(self, task: Task, optional: bool = False) -> None:
+    def changed(self, task: Task, optional: bool = False) -> None:
+        """``task`` changed (its status, or only its status message when ``optional``): a
+        finished one no longer counts as running, and listeners hear of it."""
+        if task.terminal:
+            self._running.discard(task.id)
         if self.on_change is not None:
             try:
                 self.on_change(task, optional)
@@ -405,7 +409,7 @@ class TaskStore:
         running = [task for task in self._tasks.values() if not task.terminal]
         for task in running:
             task.cancel()
-        drivers = [task._driver for task in running if task._driver is not None and not task._driver.done()]
+        drivers = [task.driver for task in running if task.driver is not None and not task.driver.done()]
         if drivers:
             await asyncio.wait(drivers, timeout=timeout)
 
@@ -418,7 +422,7 @@ def _task_for(server: Server, ctx: RequestContext, params: dict[str, Any], metho
         raise MethodNotFound(f"Method not found: {method} (this server offers no tasks)", {"method": method})
     if not client_supports_tasks(ctx.client_capabilities):
         raise missing_tasks_extension(method)
-    return server.tasks.get(params.get("taskId"))
+    return ctx.connection.tasks.get(params.get("taskId"))  # only this connection's tasks
 
 
 async def get_task(server: Server, ctx: RequestContext, params: dict[str, Any]) -> dict[str, Any]:
@@ -444,7 +448,7 @@ async def cancel_task(server: Server, ctx: RequestContext, params: dict[str, Any
 # --- a tools/call that may become a task (the dispatcher's hook) ----------------------------------
 
 
-def may_become_task(server: Server, request: Request, context: RequestContext, modern: bool) -> bool:
+def may_become_task(session: Session, request: Request, context: RequestContext, modern: bool) -> bool:
     """May this ``tools/call`` become a task? Its tool was registered with ``task=``, the request's
     ``_meta`` declares the extension, and the store has room (a place is then reserved).
 
@@ -452,11 +456,11 @@ def may_become_task(server: Server, request: Request, context: RequestContext, m
     -32021 (a legacy client cannot declare it), before its handler runs.
     """
     name = request.params.get("name")
-    tool = server.tools.get(name) if isinstance(name, str) else None
+    tool = session.server.tools.get(name) if isinstance(name, str) else None
     if tool is None or tool.task is None:
         return False
     if modern and client_supports_tasks(context.client_capabilities):
-        return server.tasks.reserve()
+        return session.tasks.reserve()
     if tool.task == "required":
         raise missing_tasks_extension(f"The tool {tool.name!r} runs only as a task: calling it", legacy=not modern)
     return False
@@ -469,7 +473,7 @@ async def call_maybe_as_task(session: Session, handler: Handler, request: Reques
     within ``answer_within_seconds`` and the handler did not ask for a task, else a
     ``CreateTaskResult`` while the handler runs on as that task."""
     server = session.server
-    store = server.tasks
+    store = session.tasks
     wanted = asyncio.Event()
     status: list[str | None] = [None]
     task: Task | None = None
@@ -487,7 +491,7 @@ async def call_maybe_as_task(session: Session, handler: Handler, request: Reques
 
         session.on_loop(on_loop)
 
-    context._request_task = request_task
+    offer_task(context, request_task)
     work: asyncio.Future[dict[str, Any]] | None = None
     try:
         async with session.slots:
@@ -503,7 +507,7 @@ async def call_maybe_as_task(session: Session, handler: Handler, request: Reques
     finally:
         if task is None:
             store.release()
-            context._request_task = None
+            offer_task(context, None)
             if work is not None and not work.done():
                 work.cancel()  # the request itself was cancelled
     try:
@@ -520,7 +524,7 @@ def _detach(session: Session, task: Task, context: RequestContext, work: asyncio
             handler: Handler, complete: Callable[[dict[str, Any]], dict[str, Any]], error_for: Callable[[BaseException], ProtocolError]) -> None:
     """Hand a running ``tools/call`` over to its task: progress becomes the task's status
     message, and after client input the handler runs again with the task's answers."""
-    from .context import RequestContext
+    from .context import RequestContext, serve_as_task
 
     params = {name: value for name, value in request.params.items() if name not in ("inputResponses", "requestState")}
 
@@ -528,7 +532,7 @@ def _detach(session: Session, task: Task, context: RequestContext, work: asyncio
         def report(message: str) -> None:
             session.on_loop(task.set_status_message, message)
 
-        ctx._task_id, ctx._task_status = task.id, report
+        serve_as_task(ctx, task.id, report)
         task.context = ctx
 
     status_of(context)
@@ -553,7 +557,6 @@ def _detach(session: Session, task: Task, context: RequestContext, work: asyncio
             input_responses={**carried, **task.answers},
             state=task.state,
         )
-        ctx._finish()
         status_of(ctx)
         return await handler(session.server, ctx, params)
 

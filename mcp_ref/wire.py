@@ -579,7 +579,8 @@ def response_parts(request_id: RequestId, outcome: dict[str, Any] | ProtocolErro
 
 
 def result_response(request_id: RequestId, result: dict[str, Any]) -> dict[str, Any]:
-    """A JSON-RPC result response."""
+    """A JSON-RPC result response (as a dict: a client's answer to a server's request; the
+    server's own answers are lines, ``response_parts``, which builds the same envelope inline)."""
     return {"jsonrpc": "2.0", "id": request_id, "result": result}
 
 

@@ -132,7 +132,7 @@ class MemoryClient:
         """The era the dispatcher serves this request in (basic/versioning; see dispatcher docstring)."""
         if carries_modern_meta(params) or self.server.modern_only:
             return "modern"
-        if method in ("initialize", "ping") or self.server.legacy.active:
+        if method in ("initialize", "ping") or self.dispatcher.legacy.active:
             return "legacy"
         return "modern"
 
@@ -164,7 +164,7 @@ class MemoryClient:
 
     def _validate(self, message: dict[str, Any]) -> str | None:
         if "method" in message:
-            era = "legacy" if self.server.legacy.active and not self._modern_notification(message) else "modern"
+            era = "legacy" if self.dispatcher.legacy.active and not self._modern_notification(message) else "modern"
             method = None
         else:
             request_id = message.get("id")

@@ -23,6 +23,7 @@ from mcp_ref.pagination import CURSOR_ECHO_CHARS, decode_cursor, encode_cursor
 from mcp_ref.requeststate import StateSealer
 from mcp_ref.resources import MAX_URI_LENGTH
 from mcp_ref.sealing import Signer, b64url_decode, b64url_encode
+from mcp_ref.session import Session
 from tests.memory import OMIT, serve, until
 from tests.wire import ServerProcess, cancel, error_of, modern_request, result_of, tool_call
 
@@ -537,6 +538,19 @@ def acked(listen_id: Any):
     return lambda m: m.get("method") == ACK and m["params"]["_meta"][SUBSCRIPTION_ID] == listen_id
 
 
+class ListSink:
+    """A ``LineSink`` keeping every line in ``lines``."""
+
+    def __init__(self, lines: list[bytes]) -> None:
+        self.lines = lines
+
+    def write(self, line: bytes) -> None:
+        self.lines.append(line)
+
+    async def drain(self) -> None:
+        pass
+
+
 async def open_stream(client: Any, listen_id: str, **wanted: Any) -> None:
     client.request("subscriptions/listen", {"notifications": wanted}, id=listen_id)
     await client.wait_for(acked(listen_id))
@@ -597,7 +611,7 @@ async def test_a_change_that_leaves_the_watch_set_as_it_was_calls_no_hook():
         client.cancel("s2")
         client.cancel("s3")
         await client.result("tools/call", {"name": "noop"})
-        assert len(server.subscriptions) == 1
+        assert len(client.dispatcher.subscriptions) == 1
         assert seen == [WatchSet(frozenset({"test://a"}), frozenset({"tools"}))]
 
 
@@ -789,14 +803,14 @@ async def test_notify_from_a_thread_while_serving_ends_never_raises():
 @pytest.mark.req("SUB-NOTIFY-ANY-THREAD")
 async def test_a_change_announced_from_a_thread_just_before_serving_ends_is_dropped():
     server, _ = listening_server()
-    server.legacy.version = "2025-11-25"  # a legacy session hears every change, no stream needed
-    server.legacy.subscribed_uris.add("test://a")
-    sent: list[dict[str, Any]] = []
-    server.bind(sent.append)
+    sent: list[bytes] = []
+    session = Session(server, ListSink(sent))
+    session.legacy.version = "2025-11-25"  # a legacy session hears every change, no stream needed
+    session.legacy.subscribed_uris.add("test://a")
     thread = threading.Thread(target=lambda: (server.notify_list_changed("tools"), server.notify_resource_updated("test://a")))
     thread.start()
     thread.join()  # both are queued on this loop, which has not run them yet
-    server.bind(None)
+    await session.shutdown(1.0)  # the session ends (it is detached) before they run
     for _ in range(3):
         await asyncio.sleep(0)
     assert sent == []
@@ -806,10 +820,25 @@ async def test_a_change_announced_from_a_thread_just_before_serving_ends_is_drop
 def test_notify_after_the_event_loop_closed_does_nothing():
     server, _ = listening_server()
     loop = asyncio.new_event_loop()
+
+    async def attach() -> Session:
+        return Session(server, ListSink([]))  # never shut down: the server still counts it as served
+
+    loop.run_until_complete(attach())
     loop.close()
-    server._bound = (loop, -1)  # as seen by a thread that read the binding just before the loop closed
-    server.notify_list_changed("tools")
-    server.notify_resource_updated("test://a")
+    failures: list[BaseException] = []
+
+    def announce() -> None:  # a thread that read the sessions just as the loop closed
+        try:
+            server.notify_list_changed("tools")
+            server.notify_resource_updated("test://a")
+        except BaseException as exc:
+            failures.append(exc)
+
+    thread = threading.Thread(target=announce)
+    thread.start()
+    thread.join()
+    assert failures == []
 
 
 def test_discarding_a_stream_the_hub_does_not_hold_changes_nothing():
@@ -836,7 +865,7 @@ async def test_a_listen_over_the_subscribed_uri_limit_is_refused_and_registers_n
         error = await client.error("subscriptions/listen", {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["test://c", "test://d"]}})
         assert error["code"] == -32602 and "Too many subscribed resource URIs" in error["message"]
         assert error["data"] == {"limit": 3, "held": 2, "requested": 2}
-        assert len(server.subscriptions) == 1 and server.subscriptions.uri_total == 2
+        assert len(client.dispatcher.subscriptions) == 1 and client.dispatcher.subscriptions.uri_total == 2
         assert len(client.notifications(ACK)) == 1
         assert seen == [WatchSet(frozenset({"test://a", "test://b"}))]
 
@@ -859,9 +888,9 @@ async def test_duplicate_uris_in_one_listen_count_once_and_ending_a_stream_frees
     server, _ = listening_server()
     async with serve(server) as client:
         await open_stream(client, "s1", resourceSubscriptions=["test://a", "test://a", "test://b"])
-        assert server.subscriptions.uri_total == 2
+        assert client.dispatcher.subscriptions.uri_total == 2
         client.cancel("s1")
-        await until(lambda: server.subscriptions.uri_total == 0)
+        await until(lambda: client.dispatcher.subscriptions.uri_total == 0)
         await open_stream(client, "s2", resourceSubscriptions=["test://c", "test://d"])
 
 
@@ -871,7 +900,7 @@ async def test_uris_a_server_does_not_honour_are_not_held_and_do_not_count(monke
     server, _ = listening_server(resource_subscriptions=False)
     async with serve(server) as client:
         await open_stream(client, "s1", toolsListChanged=True, resourceSubscriptions=["test://a", "test://b"])
-        assert server.subscriptions.uri_total == 0
+        assert client.dispatcher.subscriptions.uri_total == 0
 
 
 @pytest.mark.req("SUB-SUBSCRIBED-URIS-BOUNDED")
@@ -897,7 +926,7 @@ async def test_a_legacy_subscribe_over_the_limit_is_refused_but_a_held_uri_may_b
         error = await client.error("resources/subscribe", {"uri": "test://c"}, meta=OMIT)
         again = await client.result("resources/subscribe", {"uri": "test://b"}, meta=OMIT)
     assert error["code"] == -32602 and error["data"] == {"limit": 2, "held": 2, "requested": 1}
-    assert again == {} and server.legacy.subscribed_uris == {"test://b"}
+    assert again == {} and client.dispatcher.legacy.subscribed_uris == {"test://b"}
 
 
 @pytest.mark.req("SUB-SUBSCRIBED-URIS-BOUNDED")
@@ -907,7 +936,7 @@ async def test_a_legacy_subscribe_with_a_uri_longer_than_the_limit_is_refused(me
     async with serve(server) as client:
         await client.result("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}}, meta=OMIT)
         error = await client.error(method, {"uri": "test://" + "a" * MAX_URI_LENGTH}, meta=OMIT)
-    assert error["code"] == -32602 and not server.legacy.subscribed_uris
+    assert error["code"] == -32602 and not client.dispatcher.legacy.subscribed_uris
 
 
 # --- over the wire ---------------------------------------------------------------------------------------

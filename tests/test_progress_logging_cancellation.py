@@ -448,7 +448,7 @@ async def test_other_client_notifications_are_never_answered():
         client.notify("something/custom", {"x": 1})
         await client.settle()
     assert client.messages == []
-    assert client.server.legacy.initialized is True
+    assert client.dispatcher.legacy.initialized is True
 
 
 # --- request ids in flight -----------------------------------------------------------------------------------

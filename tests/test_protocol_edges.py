@@ -279,7 +279,7 @@ async def test_a_cancelled_listen_id_may_open_a_new_stream_at_once():
         client.feed(_write(cancel("s"), listen))
         await client.wait_for(lambda m: len([n for n in client.notifications("notifications/subscriptions/acknowledged")]) == 2)
         await until(lambda: client.dispatcher.backlog == 0)  # the old stream's task has ended (the new one is not counted)
-        assert len(server.subscriptions) == 1  # and its teardown left the new one alone
+        assert len(client.dispatcher.subscriptions) == 1  # and its teardown left the new one alone
         server.notify_list_changed("tools")  # on the loop: every stream it reaches is written to before it returns
         client.collect()
         assert len(client.notifications("notifications/tools/list_changed")) == 1

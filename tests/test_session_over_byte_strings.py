@@ -10,11 +10,14 @@ import asyncio
 import json
 from typing import Any
 
+import pytest
+
 from mcp_ref import Server, elicit_form
 from mcp_ref import session as session_module
 from mcp_ref.meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION
 from mcp_ref.session import Session
 from mcp_ref.versions import MODERN_VERSION
+from mcp_ref.watch import WatchSet
 
 META = {PROTOCOL_VERSION: MODERN_VERSION, CLIENT_CAPABILITIES: {}}
 
@@ -38,6 +41,14 @@ class Lines:
         while True:
             for message in self.messages:
                 if message.get("id") == request_id and "method" not in message:
+                    return message
+            self.written.clear()
+            await asyncio.wait_for(self.written.wait(), 5)
+
+    async def answer_to_notification(self, method: str) -> dict[str, Any]:
+        while True:
+            for message in self.messages:
+                if message.get("method") == method:
                     return message
             self.written.clear()
             await asyncio.wait_for(self.written.wait(), 5)
@@ -189,3 +200,73 @@ async def test_cancelling_everything_ends_shutdowns_wait_for_room_at_once() -> N
     session.cancel_in_flight()
     await asyncio.wait_for(waiting, 5)  # it used to sit out the whole grace period
     assert not session.accepting
+
+
+# --- one server, two sessions: everything per-connection stays with its session ------------------------
+
+TASKS_META = {PROTOCOL_VERSION: MODERN_VERSION, CLIENT_CAPABILITIES: {"extensions": {"io.modelcontextprotocol/tasks": {}}}}
+
+
+@pytest.mark.req("VER-ERA-PER-REQUEST")
+async def test_two_sessions_on_one_server_share_no_era_subscription_or_task() -> None:
+    server = Server("shared", "1.0", list_changed=True, resource_subscriptions=True)
+    gate = asyncio.Event()
+    watched: list[WatchSet] = []
+    server.on_watch(watched.append)
+
+    @server.resource("test://a")
+    async def a(ctx: Any) -> str:
+        return "a"
+
+    @server.tool(task="optional")
+    async def slow(ctx: Any, args: dict[str, Any]) -> str:
+        ctx.run_as_task()
+        await gate.wait()
+        return "slow"
+
+    old_lines, new_lines = Lines(), Lines()
+    old, new = Session(server, old_lines), Session(server, new_lines)
+    # The first client makes the initialize handshake and subscribes the legacy way.
+    old.receive_data(legacy_line({"id": 0, "method": "initialize", "params": {"protocolVersion": "2025-11-25", "capabilities": {}}})
+                     + legacy_line({"method": "notifications/initialized"})
+                     + legacy_line({"id": 1, "method": "resources/subscribe", "params": {"uri": "test://a"}}))
+    assert "result" in await old_lines.answer_to(1)
+    assert old.legacy.active and old.legacy.initialized and not new.legacy.active
+    # Its era is its own: the same request without _meta is legacy there, a malformed modern one here.
+    old.receive_data(legacy_line({"id": 2, "method": "tools/list", "params": {}}))
+    new.receive_data(legacy_line({"id": 2, "method": "tools/list", "params": {}}))
+    assert "resultType" not in (await old_lines.answer_to(2))["result"]
+    assert (await new_lines.answer_to(2))["error"]["code"] == -32602
+    # The second client listens; its stream is not the first one's.
+    new.receive_data(line("s", "subscriptions/listen", {"notifications": {"toolsListChanged": True, "resourceSubscriptions": ["test://a"]}}))
+    await new_lines.answer_to_notification("notifications/subscriptions/acknowledged")
+    assert len(new.subscriptions) == 1 and len(old.subscriptions) == 0
+    assert server.watched == WatchSet(frozenset({"test://a"}), frozenset({"tools"})) == watched[-1]
+    # A change reaches each session its own way, once.
+    server.notify_list_changed("tools")
+    server.notify_resource_updated("test://a")
+    old_notes = [m for m in old_lines.messages if m.get("method", "").startswith("notifications/")]
+    new_notes = [m for m in new_lines.messages if m.get("method", "").startswith("notifications/")]
+    assert [(m["method"], "_meta" in m.get("params", {})) for m in old_notes] == [
+        ("notifications/tools/list_changed", False), ("notifications/resources/updated", False)]
+    assert [m["method"] for m in new_notes] == [
+        "notifications/subscriptions/acknowledged", "notifications/tools/list_changed", "notifications/resources/updated"]
+    assert all(m["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"] == "s" for m in new_notes)
+    # A task belongs to the connection that made it: the other cannot see it.
+    new.receive_data(json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call",
+                                 "params": {"name": "slow", "arguments": {}, "_meta": TASKS_META}}).encode() + b"\n")
+    task_id = (await new_lines.answer_to(3))["result"]["taskId"]
+    get = {"jsonrpc": "2.0", "id": 4, "method": "tasks/get", "params": {"taskId": task_id, "_meta": TASKS_META}}
+    old.receive_data(json.dumps(get).encode() + b"\n")
+    new.receive_data(json.dumps(get).encode() + b"\n")
+    assert (await old_lines.answer_to(4))["error"]["code"] == -32602 and len(old.tasks) == 0
+    assert (await new_lines.answer_to(4))["result"]["status"] == "working" and len(new.tasks) == 1
+    # When one session ends, the other is still served, and watched as before.
+    await new.shutdown(1.0)
+    assert server.watched == WatchSet(frozenset({"test://a"}), frozenset({"tools"})) == watched[-1]  # (the old client fetched tools)
+    assert new.watched == WatchSet()
+    server.notify_resource_updated("test://a")
+    assert [m["method"] for m in old_lines.messages[-1:]] == ["notifications/resources/updated"]
+    gate.set()
+    await old.shutdown(1.0)
+    assert server.watched == WatchSet() == watched[-1]

@@ -247,7 +247,7 @@ class AsyncClient:
         for problem in self.schemas.problems(self.era, message, None):
             self._problem(problem, owner_for_problems)
         if subscription is not None:
-            subscription._add(message)
+            subscription.received(message)
 
     def _server_request(self, message: dict[str, Any]) -> None:
         current = self._current()
@@ -262,16 +262,19 @@ class AsyncClient:
         task.add_done_callback(self._helpers.discard)
 
     async def _answer_server_request(self, message: dict[str, Any]) -> None:
-        reply: dict[str, Any] = {"jsonrpc": "2.0", "id": message["id"]}
+        from ..errors import InternalError, MethodNotFound
+        from ..wire import error_response, result_response
+
+        request_id = message["id"]
         try:
             if message["method"] == "ping":
-                reply["result"] = {}
+                reply = result_response(request_id, {})
             else:
-                reply["result"] = await self._answer_input({"method": message["method"], "params": message.get("params", {})})
+                reply = result_response(request_id, await self._answer_input({"method": message["method"], "params": message.get("params", {})}))
         except LookupError as exc:
-            reply["error"] = {"code": -32601, "message": str(exc)}
+            reply = error_response(request_id, MethodNotFound(str(exc)))
         except Exception as exc:  # a callback failed: tell the server, as a host would
-            reply["error"] = {"code": -32603, "message": f"the client's {message['method']} callback failed: {exc}"}
+            reply = error_response(request_id, InternalError(f"the client's {message['method']} callback failed: {exc}"))
         await self._write(reply)
 
     async def _answer_input(self, request: dict[str, Any]) -> Any:
@@ -336,7 +339,9 @@ class AsyncClient:
         future.add_done_callback(lambda f: f.cancelled() or f.exception())  # never "exception was never retrieved"
         pending = Pending(self, request_id, method, token, future)
         self._pending[request_id] = pending
-        await self._write({"jsonrpc": "2.0", "id": request_id, "method": method, "params": body})
+        from ..wire import request as request_message
+
+        await self._write(request_message(request_id, method, body))
         return pending
 
     async def request(self, method: str, params: dict[str, Any] | None = None, *, meta: dict[str, Any] | None = None, check: bool = True, timeout: float | None = None) -> Reply:
@@ -350,10 +355,9 @@ class AsyncClient:
 
     async def notify(self, method: str, params: dict[str, Any] | None = None) -> None:
         """Send a notification."""
-        message: dict[str, Any] = {"jsonrpc": "2.0", "method": method}
-        if params is not None:
-            message["params"] = params
-        await self._write(message)
+        from ..wire import notification
+
+        await self._write(notification(method, params))
 
     async def send_raw(self, data: bytes) -> None:
         """Send bytes as they are (malformed input tests); answers to them go to ``transcript`` and ``violations``."""

@@ -144,7 +144,8 @@ class Subscription:
         self._taken = 0
         self._changed = asyncio.Event()
 
-    def _add(self, message: dict[str, Any]) -> None:
+    def received(self, message: dict[str, Any]) -> None:
+        """A notification tagged with this stream's id arrived (the client reading the server's lines calls this)."""
         self.notifications.append(message)
         self._changed.set()
 
