@@ -20,11 +20,11 @@ from tools import trace_request
 
 PROJECT = Path(__file__).resolve().parents[1]
 # The path's ceilings, as the code stands: a change that adds functions, files or switches to it
-# fails here. Issue 19 aims lower (45 functions in 10 files, 20 switches); lower these as the path
-# gets shorter, never raise them.
-MAX_FUNCTIONS = 45
-MAX_FILES = 11
-MAX_SWITCHES = 21
+# fails here. Issue 19 asked for at most 45 functions in 10 files with 20 switches; lower these as
+# the path gets shorter, never raise them.
+MAX_FUNCTIONS = 42
+MAX_FILES = 10
+MAX_SWITCHES = 20
 MAX_FUNCTION_LINES = 60
 MAX_MODULE_LINES = 700
 

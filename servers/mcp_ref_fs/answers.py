@@ -55,6 +55,9 @@ HOST_ANSWER_BYTES = {
     "copilot-cli": 18_000,
 }
 CUE_BYTES = 600  # kept free of data for the cue blocks, beyond the arguments they repeat
+# The least data_budget leaves, whoever asks and whatever the arguments: a file of at most this
+# many bytes fits any answer whole, so reading one needs no budget reckoned.
+LEAST_DATA_BYTES = MIN_ANSWER_BYTES // 2
 
 
 def text_answer(body: str, notes: list[str] | None = None) -> ToolResult:
@@ -129,7 +132,7 @@ def data_budget(ctx: Any, configured: int | None, arguments: dict[str, Any]) -> 
     """What one answer to ``ctx``'s client may spend on data: its budget (:func:`answer_budget`)
     less room for the cues repeating ``arguments``."""
     budget = answer_budget(configured, getattr(ctx, "client_info", None))
-    return max(budget - CUE_BYTES - 2 * len(call_arguments(arguments).encode("utf-8")), MIN_ANSWER_BYTES // 2)
+    return max(budget - CUE_BYTES - 2 * len(call_arguments(arguments).encode("utf-8")), LEAST_DATA_BYTES)
 
 
 # --- an answer's bytes on the wire, reserved before the file is read ------------------------------

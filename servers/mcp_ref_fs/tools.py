@@ -20,7 +20,7 @@ from mcp_ref import ToolError, ToolResult, audio, blob_resource, embedded_resour
 from . import content
 # The answer helpers under the names this module has always used for them.
 from .answers import answer as _result, first_bytes as _first_bytes, last_bytes as _last_bytes
-from .answers import HOSTS_PARSING_TEXT, base64_answer_bytes, count, data_budget, for_client, line_index, media_note, next_call
+from .answers import HOSTS_PARSING_TEXT, LEAST_DATA_BYTES, base64_answer_bytes, count, data_budget, for_client, line_index, media_note, next_call
 from .answers import binary_file, not_utf8, reserve_for, text_answer_bytes
 from .answers import text_answer as _text_answer
 from .definitions import PATH, READ_ONLY, Definition, definitions, output, schema, tool
@@ -134,11 +134,12 @@ class FsTools(WalkTools, WritingTools):
         if (head is not None or tail is not None) and (offset is not None or limit is not None):
             raise ToolError("Give head/tail or offset/limit, not both")
         windowed = head is not None or tail is not None or offset is not None or limit is not None
-        if room is None:
-            room = data_budget(ctx, self.config.max_answer_bytes, arguments)
-        cap = min(self.config.max_read_bytes, room)
         with await sandboxed(self.sandbox.open_file, arguments["path"]) as opened:  # confine, open
             size = opened.info.st_size
+            if room is None:  # a whole file no longer than any answer's least room fits, whoever asks
+                small = 0 < size <= LEAST_DATA_BYTES and not windowed
+                room = LEAST_DATA_BYTES if small else data_budget(ctx, self.config.max_answer_bytes, arguments)
+            cap = min(self.config.max_read_bytes, room)
             sample = opened.read_at(0, SNIFF_BYTES)  # read: all of a small file
             if ctx is not None and size > len(sample):  # a larger one's answer: reserved first when large
                 await reserve_for(ctx, text_answer_bytes(min(size, cap + 1)))

@@ -107,6 +107,22 @@ def test_max_answer_bytes_sets_the_budget_for_every_client(answers_root: Path, s
         assert 2500 < answer_bytes(result) <= 4000
 
 
+@pytest.mark.req("FS-ANSWER-BUDGET")
+def test_a_file_around_the_least_room_any_answer_leaves_is_read_as_the_budget_says(tmp_path: Path, start_fs: Start) -> None:
+    # The smallest budget (--max-answer-bytes 2000) and a path long enough that the cue's room
+    # leaves data only the least (1,000 bytes): a 1,000-byte file, read without reckoning a
+    # budget, comes whole; a 1,001-byte one, whose budget is reckoned, comes in pages.
+    folder = tmp_path / ("d" * 200) / ("e" * 200)
+    folder.mkdir(parents=True)
+    server = start_fs(tmp_path, options=("--max-answer-bytes", "2000"))
+    for size, whole in ((1000, True), (1001, False)):
+        path = folder / f"f{size}.txt"
+        path.write_text("".join(f"{i:04d}" + "x" * 15 + "\n" for i in range(size // 20)) + "y" * (size % 20))
+        assert path.stat().st_size == size
+        blocks = texts(answer_of(server, "read_text_file", {"path": str(path)}))
+        assert (blocks == [path.read_text()]) is whole, blocks
+
+
 def test_max_answer_bytes_below_the_floor_is_refused(answers_root: Path) -> None:
     import sys
 
