@@ -234,7 +234,7 @@ class WalkTools:
                             total += len(names)
                             used += cost
                             shown += len(names)
-                            nodes = [{"name": label, "type": kind} for label, kind in zip(labels, kinds)]
+                            nodes: list[dict[str, Any]] = [{"name": label, "type": kind} for label, kind in zip(labels, kinds)]
                             children[run_in] += nodes
                             if opened:
                                 nodes[-1]["children"] = children[run_in + (names[-1],)] = []
