@@ -193,11 +193,12 @@ class WalkTools:
         room = data_budget(ctx, self.config.max_answer_bytes, arguments) - 2  # the outer []
         ignorer = await self._ignorer(arguments, location)
 
-        def build(stop: Stop) -> tuple[list[dict[str, Any]], int, int, bool]:
-            """The page's tree, how many entries it shows, how many the whole tree has, and
-            whether the walk was stopped by the time limit (the total is then a lower bound)."""
-            top: list[dict[str, Any]] = []
-            children: dict[tuple[str, ...], list[dict[str, Any]]] = {(): top}
+        def build(stop: Stop) -> tuple[list[Any], int, int, bool]:
+            """The page's tree (as ``_tree_json`` takes it), how many entries it shows, how many the
+            whole tree has, and whether the walk was stopped by the time limit (the total is then
+            a lower bound)."""
+            top: list[Any] = []
+            children: dict[tuple[str, ...], list[Any]] = {(): top}
             total = shown = walked = clock_at = 0
             used = 0
             full = False
@@ -224,9 +225,9 @@ class WalkTools:
                             and (ignorer is None or ignorer.ignores_none(names)):
                         # The usual run: every entry counts and, if the run fits, is shown: one
                         # C-level step per run (labels, bytes, nodes), as the entry by entry way below.
-                        labels = _labels(names)
+                        quoted = list(map(_encode_string, _labels(names)))
                         opened = kinds[-1] == "directory" and (max_depth is None or len(run_in) < max_depth - 1)
-                        cost = sum(map(_NODE_BYTES.__getitem__, kinds)) + _json_strings_bytes(labels) \
+                        cost = sum(map(_NODE_BYTES.__getitem__, kinds)) + _json_strings_bytes(quoted) \
                             + (_CHILDREN_BYTES if opened else 0)
                         if shown + len(names) <= cap and used + cost <= room:
                             for passed in range(total // 500 + 1, (total + len(names)) // 500 + 1):
@@ -234,10 +235,11 @@ class WalkTools:
                             total += len(names)
                             used += cost
                             shown += len(names)
-                            nodes: list[dict[str, Any]] = [{"name": label, "type": kind} for label, kind in zip(labels, kinds)]
-                            children[run_in] += nodes
+                            nodes: list[Any] = [f'{{"name":{name},"type":"{kind}"}}' for name, kind in zip(quoted, kinds)]
                             if opened:
-                                nodes[-1]["children"] = children[run_in + (names[-1],)] = []
+                                below = children[run_in + (names[-1],)] = []
+                                nodes[-1] = [f'{{"name":{quoted[-1]},"type":"directory","children":[', below]
+                            children[run_in] += nodes
                             continue
                     for name, kind in zip(names, kinds):
                         components = run_in + (name,)
@@ -251,10 +253,10 @@ class WalkTools:
                             ctx.report_progress(total, message=f"{total} entries so far")
                         if total <= start or full:
                             continue
-                        label = display_name(name)
-                        node: dict[str, Any] = {"name": label, "type": kind}
+                        label = _encode_string(display_name(name))
+                        node: Any = f'{{"name":{label},"type":"{kind}"}}'
                         opened = kind == "directory" and (max_depth is None or len(components) < max_depth)
-                        cost = _node_bytes(kind, label) + (_CHILDREN_BYTES if opened else 0)
+                        cost = _NODE_BYTES[kind] + _json_strings_bytes([label]) + (_CHILDREN_BYTES if opened else 0)
                         if not shown:
                             cost += _ancestors(location, components, children)  # the first entry's parents, repeated
                         if shown >= cap or shown and used + cost > room:
@@ -263,7 +265,8 @@ class WalkTools:
                         used += cost
                         if opened:
                             # A directory maxDepth keeps us out of gets no children list: [] would say "empty".
-                            node["children"] = children[components] = []
+                            below = children[components] = []
+                            node = [f'{{"name":{label},"type":"directory","children":[', below]
                         children[run_in].append(node)
                         shown += 1
             finally:
@@ -283,7 +286,7 @@ class WalkTools:
             notes.insert(0, note)
         # Compact JSON: the C encoder (indent= would fall back to the pure-Python one, 3x slower on
         # big trees) and far fewer tokens in a model's context than an indented tree.
-        return _text_answer(json.dumps(tree, ensure_ascii=False, separators=(",", ":")), notes + _skipped_note(ignorer))
+        return _text_answer(_tree_json(tree), notes + _skipped_note(ignorer))
 
     @tool(
         "search_files",
@@ -550,26 +553,22 @@ class _GrepPage:
 # --- helpers ---------------------------------------------------------------------------------------
 
 
-def _node_bytes(kind: str, label: str) -> int:
-    """The bytes a tree node of this kind and label adds to the compact JSON (without children)."""
-    return _NODE_BYTES.get(kind, _NODE_BYTES["other"]) + _json_string_bytes(label)
-
-
-def _json_strings_bytes(labels: list[str]) -> int:
-    """The sum of ``_json_string_bytes`` over ``labels``, in C-level steps."""
-    quoted = list(map(_encode_string, labels))
+def _json_strings_bytes(quoted: list[str]) -> int:
+    """The UTF-8 bytes of these JSON strings (``_encode_string``'s), in C-level steps."""
     if all(map(str.isascii, quoted)):
         return sum(map(len, quoted))
     return sum(len(text.encode("utf-8")) for text in quoted)
 
 
-def _json_string_bytes(text: str) -> int:
-    """``len(json.dumps(text, ensure_ascii=False).encode("utf-8"))``, without building an encoder per call."""
-    quoted = _encode_string(text)
-    return len(quoted) if quoted.isascii() else len(quoted.encode("utf-8"))
+def _tree_json(nodes: list[Any]) -> str:
+    """The compact JSON of a tree ``directory_tree`` built: ``json.dumps(tree, ensure_ascii=False,
+    separators=(",", ":"))`` of its nodes as dicts, written from the nodes' own JSON text. A node
+    is its JSON text, or, for a directory with children, ``[its text up to "children":[, its
+    children]``. (10,000 entries: ~2 ms instead of ~7 ms for the dicts and the encoder.)"""
+    return "[" + ",".join(node if node.__class__ is str else node[0] + _tree_json(node[1])[1:] + "}" for node in nodes) + "]"
 
 
-def _ancestors(location: Location, components: tuple[str, ...], children: dict[tuple[str, ...], list[dict[str, Any]]]) -> int:
+def _ancestors(location: Location, components: tuple[str, ...], children: dict[tuple[str, ...], list[Any]]) -> int:
     """Put the parent directories of the first entry of a page into the tree (they were shown
     on an earlier page), so its path stays readable; returns the bytes they add."""
     used = 0
@@ -577,11 +576,9 @@ def _ancestors(location: Location, components: tuple[str, ...], children: dict[t
         parent = components[:depth]
         if parent in children:
             continue
-        name = display_name(parent[-1])
-        node: dict[str, Any] = {"name": name, "type": "directory", "children": []}
-        children[parent[:-1]].append(node)
-        children[parent] = node["children"]
-        used += _NODE_BYTES["directory"] + _CHILDREN_BYTES + _json_string_bytes(name)
+        name = _encode_string(display_name(parent[-1]))
+        children[parent[:-1]].append([f'{{"name":{name},"type":"directory","children":[', children.setdefault(parent, [])])
+        used += _NODE_BYTES["directory"] + _CHILDREN_BYTES + _json_strings_bytes([name])
     return used
 
 

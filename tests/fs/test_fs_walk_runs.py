@@ -11,6 +11,7 @@ own temporary files. No test here measures time.
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import random
 import types
@@ -20,7 +21,7 @@ from typing import Any
 import pytest
 
 from mcp_ref import Server
-from mcp_ref_fs import walks
+from mcp_ref_fs import listing, walks
 from mcp_ref_fs.config import Config
 from mcp_ref_fs.ignore import Ignorer
 from mcp_ref_fs.patterns import compile_glob
@@ -104,6 +105,8 @@ def test_directory_tree_answers_the_same_a_run_at_a_time(tree: Path, room: int, 
                 monkeypatch.setattr(walks, "_FAST_RUNS", fast)
                 answers.append(asyncio.run(tools.directory_tree(_ctx(), {"path": ".", **arguments})).content)
             assert answers[0] == answers[1], arguments
+            text = answers[0][0]["text"]  # written from the nodes' own JSON text: what json.dumps writes
+            assert json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":")) == text
     finally:
         tools.sandbox.close()
 
@@ -143,3 +146,24 @@ def test_search_files_finds_what_the_entry_by_entry_walk_finds(tree: Path, patte
             assert result.content[0]["text"].split("\n") == (expected or ["No matches found"])
     finally:
         tools.sandbox.close()
+
+
+def test_the_deepest_tree_a_walk_enters_is_written_as_json(tmp_path: Path) -> None:
+    deepest = tmp_path / "root"
+    deepest.mkdir()
+    fd = os.open(deepest, os.O_RDONLY)
+    for _ in range(listing.MAX_WALK_DEPTH + 5):  # made with *at calls: the path gets long
+        os.mkdir("d", dir_fd=fd)
+        inner = os.open("d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = inner
+    os.close(fd)
+    tools = _tools(deepest, 1_000_000)
+    try:
+        text = asyncio.run(tools.directory_tree(_ctx(), {"path": "."})).content[0]["text"]
+    finally:
+        tools.sandbox.close()
+    node, depth = json.loads(text)[0], 1
+    while node.get("children"):
+        node, depth = node["children"][0], depth + 1
+    assert depth == listing.MAX_WALK_DEPTH and json.dumps(json.loads(text), ensure_ascii=False, separators=(",", ":")) == text
