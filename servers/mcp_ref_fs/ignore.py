@@ -94,10 +94,15 @@ class Ignorer:
             if spec is not None:
                 self._below[components] = spec
 
+    def ignores_none(self, names: list[str]) -> bool:
+        """Whether no entry named in ``names`` can be ignored now: no rules met so far (walks
+        through trees without a ``.gitignore``) and no VCS name among them."""
+        return not self._below and not self._above and VCS_NAMES.isdisjoint(names)
+
     def ignored(self, components: tuple[str, ...], is_directory: bool) -> bool:
         """Whether the entry at ``components`` (below the start) is left out; counts it if so."""
-        if components[-1] in VCS_NAMES or self._excluded(components, is_directory):
-            self.skipped += 1
+        if components[-1] in VCS_NAMES or (self._below or self._above) and self._excluded(components, is_directory):
+            self.skipped += 1  # (no .gitignore met yet, the usual case: no rules to ask)
             return True
         return False
 

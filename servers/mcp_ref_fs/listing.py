@@ -322,6 +322,76 @@ class Listings(SandboxCore):
             for dir_fd, _prefix, _entries in stack:
                 act.close(dir_fd)
 
+    def walk_runs(
+        self,
+        path: str | Location,
+        *,
+        descend: Callable[[tuple[str, ...]], bool] | None = None,
+        entering: Callable[[tuple[str, ...], Any], None] | None = None,
+        run: int = 100,
+    ) -> Generator[tuple[tuple[str, ...], list[str], list[str]], None, None]:
+        """``walk(path, sizes=False)`` a run of entries at a time: ``(components of their
+        directory below the start, names, kinds)``, at most ``run`` consecutive entries of one
+        directory, in the walk's order. A run ends at a directory (its last entry), which the
+        walk then enters or not (``descend``, as in :meth:`walk`) before the next run; the names
+        and kinds of a run are the walk's ``components[-1]`` and ``entry.kind``, entry for entry.
+
+        For trees and name searches, which can then look at a whole run with one C-level step
+        (a name check, a suffix filter, one list of nodes) instead of a Python step per entry.
+        ``entering`` and the limits (``MAX_WALK_DEPTH``, links never entered, one descriptor
+        per level, close the generator to stop early) are :meth:`walk`'s.
+        """
+        act = self.act
+        _location, fd = self.open_directory(path)
+        stack: list[list[Any]] = [[fd, (), *self._walk_kinds(fd), 0]]
+        try:
+            if entering is not None:
+                entering((), fd)
+            while stack:
+                frame = stack[-1]
+                dir_fd, prefix, names, kinds, position = frame
+                end = min(position + run, len(names))
+                if position >= end:
+                    stack.pop()
+                    act.close(dir_fd)
+                    continue
+                if "directory" in kinds[position:end]:
+                    end = kinds.index("directory", position, end) + 1  # a run ends at a directory
+                frame[4] = end
+                yield prefix, names[position:end], kinds[position:end]
+                if kinds[end - 1] != "directory":
+                    continue
+                components = prefix + (names[end - 1],)
+                if len(components) < MAX_WALK_DEPTH and (descend is None or descend(components)):
+                    try:
+                        child_fd = act.open_dir(dir_fd, names[end - 1])  # never follows name (O_NOFOLLOW)
+                    except OSError:
+                        continue  # unreadable, or swapped for something else: skip it
+                    stack.append([child_fd, components, *self._walk_kinds(child_fd), 0])
+                    if entering is not None:
+                        entering(components, child_fd)
+        finally:
+            for frame in stack:
+                act.close(frame[0])
+
+    def _walk_kinds(self, held: Any) -> tuple[list[str], list[str]]:
+        """The names of a held directory as a walk lists them (sorted, without the server's
+        temporary files, an entry that vanished meanwhile left out) and their kinds from the
+        listing's type field (links not followed: a link is a ``symlink``)."""
+        items = list(self._sorted_entries(held))
+        try:
+            kinds = ["file" if item.is_file(follow_symlinks=False) else _other_kind(item) for item in items]
+        except OSError:  # a file system without types, and an entry gone: one at a time
+            kept, kinds = [], []
+            for item in items:
+                try:
+                    kinds.append("file" if item.is_file(follow_symlinks=False) else _other_kind(item))
+                except OSError:
+                    continue
+                kept.append(item)
+            items = kept
+        return list(map(_name_of, items)), kinds
+
     def read_beneath(self, held: Any, name: str, limit: int) -> bytes | None:
         """At most ``limit`` bytes of the regular file ``name`` directly in the held directory
         ``held`` (from :meth:`walk`'s ``entering`` or :meth:`ancestors`), or None when there is

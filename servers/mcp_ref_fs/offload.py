@@ -42,10 +42,11 @@ T = TypeVar("T")
 # slow disk or a network mount cannot hold up other requests for long.
 IN_LOOP_READ_BYTES = 1024 * 1024
 
-# Walks over names (trees, name searches) see a cancellation at the next entry (``stop.cancelled``,
-# an attribute) but read the clock, ``stop()``, only at the first entry and then once per this many:
-# the time limit is still noticed within well under a millisecond, and a search of 10,000 names
-# saves the ~1.5 ms (10 %) that a call per entry costs.
+# Walks over names (trees, name searches) take runs of at most this many entries of one directory
+# (``Sandbox.walk_runs``): they see a cancellation at the next run (``stop.cancelled``, an
+# attribute) and read the clock, ``stop()``, before the first run and then once this many entries
+# have passed: the time limit is still noticed within well under a millisecond, and a search of
+# 10,000 names saves the ~1.5 ms (10 %) that a call per entry costs.
 STOP_EVERY = 100
 
 WORKERS = 4  # jobs running at once (long ones: one fewer)

@@ -15,7 +15,7 @@ from __future__ import annotations
 import stat
 from typing import TYPE_CHECKING, Any, Callable, Iterator
 
-from mcp_ref import ToolError, ToolResult, audio, blob_resource, embedded_resource, image, text
+from mcp_ref import Tool, ToolError, ToolResult, audio, blob_resource, embedded_resource, image, text
 
 from . import content
 # The answer helpers under the names this module has always used for them.
@@ -94,9 +94,11 @@ class FsTools(WalkTools, WritingTools):
 
         # A long-running tool may answer a client that declared the tasks extension with a task
         # handle once it has run 0.1 s; its progress then shows as the task's status message.
-        self.server.tool(name, description=description, input_schema=definition.input_schema,
-                         output_schema=definition.output_schema, title=definition.title, annotations=definition.annotations,
-                         task="optional" if definition.long_running else None)(call)
+        # add_tool, not the server.tool decorator: ``call`` is a classic (ctx, arguments) handler
+        # with its schemas given, so the decorator's signature inspection (and the import of
+        # mcp_ref.typed) would only cost start-up time.
+        self.server.add_tool(Tool(name, call, description, definition.input_schema, definition.output_schema,
+                                  definition.title, definition.annotations, task="optional" if definition.long_running else None))
 
     def _limits(self, ctx: RequestContext) -> dict[str, Any]:
         """``off_loop`` arguments of a search: --search-seconds, or --task-search-seconds once it is a

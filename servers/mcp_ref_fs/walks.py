@@ -16,6 +16,7 @@ from __future__ import annotations
 import json
 import operator
 import threading
+from json.encoder import encode_basestring as _encode_string  # what json.dumps(str, ensure_ascii=False) writes
 from typing import TYPE_CHECKING, Any
 
 from mcp_ref import ToolError, ToolResult
@@ -42,6 +43,9 @@ _TAG_SPACE = {kind: tag + " " for kind, tag in _TAG.items()}  # a listing line: 
 _NODE_BYTES = {kind: len(json.dumps({"name": "", "type": kind}, separators=(",", ":"))) + 1
                for kind in ("file", "directory", "symlink", "other")}
 _CHILDREN_BYTES = len(',"children":[]')
+# Trees take whole runs of entries in one step where they can (directory_tree's build): a test
+# turns that off to compare both ways.
+_FAST_RUNS = True
 
 
 def _page_note(tool: str, arguments: dict[str, Any], what: str, start: int, shown: int, total: int | None,
@@ -189,12 +193,13 @@ class WalkTools:
         room = data_budget(ctx, self.config.max_answer_bytes, arguments) - 2  # the outer []
         ignorer = await self._ignorer(arguments, location)
 
-        def build(stop: Stop) -> tuple[list[dict[str, Any]], int, int, bool]:
-            """The page's tree, how many entries it shows, how many the whole tree has, and
-            whether the walk was stopped by the time limit (the total is then a lower bound)."""
-            top: list[dict[str, Any]] = []
-            children: dict[tuple[str, ...], list[dict[str, Any]]] = {(): top}
-            total = shown = walked = 0
+        def build(stop: Stop) -> tuple[list[Any], int, int, bool]:
+            """The page's tree (as ``_tree_json`` takes it), how many entries it shows, how many the
+            whole tree has, and whether the walk was stopped by the time limit (the total is then
+            a lower bound)."""
+            top: list[Any] = []
+            children: dict[tuple[str, ...], list[Any]] = {(): top}
+            total = shown = walked = clock_at = 0
             used = 0
             full = False
             excluding = bool(excludes.patterns)
@@ -204,40 +209,66 @@ class WalkTools:
                 return components != pruned[0] and (max_depth is None or len(components) < max_depth) \
                     and not excludes.excluded("/".join(components))
 
-            walk = self.sandbox.walk(location, descend=descend, sizes=False,
-                                     entering=ignorer.entering if ignorer is not None else None)
+            walk = self.sandbox.walk_runs(location, descend=descend, run=STOP_EVERY,
+                                          entering=ignorer.entering if ignorer is not None else None)
             try:
-                for components, entry in walk:
-                    # A cancellation is seen at the next entry, the clock read every STOP_EVERY.
-                    if stop.cancelled or not walked % STOP_EVERY and stop():
-                        if stop.timed_out:
-                            return top, shown, total, True
-                        raise Stopped()
-                    walked += 1
-                    if excluding and excludes.excluded("/".join(components)):
-                        continue
-                    if ignorer is not None and ignorer.ignored(components, entry.kind == "directory"):
-                        pruned[0] = components
-                        continue
-                    total += 1
-                    if total % 500 == 0:
-                        ctx.report_progress(total, message=f"{total} entries so far")
-                    if total <= start or full:
-                        continue
-                    node: dict[str, Any] = {"name": entry.label, "type": entry.kind}
-                    opened = entry.kind == "directory" and (max_depth is None or len(components) < max_depth)
-                    cost = _node_bytes(entry) + (_CHILDREN_BYTES if opened else 0)
-                    if not shown:
-                        cost += _ancestors(location, components, children)  # the first entry's parents, repeated
-                    if shown >= cap or shown and used + cost > room:
-                        full = True
-                        continue
-                    used += cost
-                    if opened:
-                        # A directory maxDepth keeps us out of gets no children list: [] would say "empty".
-                        node["children"] = children[components] = []
-                    children[components[:-1]].append(node)
-                    shown += 1
+                for run_in, names, kinds in walk:
+                    # A cancellation is seen at the next run, the clock read every STOP_EVERY entries.
+                    if stop.cancelled or walked >= clock_at:
+                        clock_at = walked + STOP_EVERY
+                        if stop():
+                            if stop.timed_out:
+                                return top, shown, total, True
+                            raise Stopped()
+                    walked += len(names)
+                    if shown and not full and total >= start and not excluding and _FAST_RUNS \
+                            and (ignorer is None or ignorer.ignores_none(names)):
+                        # The usual run: every entry counts and, if the run fits, is shown: one
+                        # C-level step per run (labels, bytes, nodes), as the entry by entry way below.
+                        quoted = list(map(_encode_string, _labels(names)))
+                        opened = kinds[-1] == "directory" and (max_depth is None or len(run_in) < max_depth - 1)
+                        cost = sum(map(_NODE_BYTES.__getitem__, kinds)) + _json_strings_bytes(quoted) \
+                            + (_CHILDREN_BYTES if opened else 0)
+                        if shown + len(names) <= cap and used + cost <= room:
+                            for passed in range(total // 500 + 1, (total + len(names)) // 500 + 1):
+                                ctx.report_progress(passed * 500, message=f"{passed * 500} entries so far")
+                            total += len(names)
+                            used += cost
+                            shown += len(names)
+                            nodes: list[Any] = [f'{{"name":{name},"type":"{kind}"}}' for name, kind in zip(quoted, kinds)]
+                            if opened:
+                                below = children[run_in + (names[-1],)] = []
+                                nodes[-1] = [f'{{"name":{quoted[-1]},"type":"directory","children":[', below]
+                            children[run_in] += nodes
+                            continue
+                    for name, kind in zip(names, kinds):
+                        components = run_in + (name,)
+                        if excluding and excludes.excluded("/".join(components)):
+                            continue
+                        if ignorer is not None and ignorer.ignored(components, kind == "directory"):
+                            pruned[0] = components
+                            continue
+                        total += 1
+                        if total % 500 == 0:
+                            ctx.report_progress(total, message=f"{total} entries so far")
+                        if total <= start or full:
+                            continue
+                        label = _encode_string(display_name(name))
+                        node: Any = f'{{"name":{label},"type":"{kind}"}}'
+                        opened = kind == "directory" and (max_depth is None or len(components) < max_depth)
+                        cost = _NODE_BYTES[kind] + _json_strings_bytes([label]) + (_CHILDREN_BYTES if opened else 0)
+                        if not shown:
+                            cost += _ancestors(location, components, children)  # the first entry's parents, repeated
+                        if shown >= cap or shown and used + cost > room:
+                            full = True
+                            continue
+                        used += cost
+                        if opened:
+                            # A directory maxDepth keeps us out of gets no children list: [] would say "empty".
+                            below = children[components] = []
+                            node = [f'{{"name":{label},"type":"directory","children":[', below]
+                        children[run_in].append(node)
+                        shown += 1
             finally:
                 walk.close()
             return top, shown, total, False
@@ -255,7 +286,7 @@ class WalkTools:
             notes.insert(0, note)
         # Compact JSON: the C encoder (indent= would fall back to the pure-Python one, 3x slower on
         # big trees) and far fewer tokens in a model's context than an indented tree.
-        return _text_answer(json.dumps(tree, ensure_ascii=False, separators=(",", ":")), notes + _skipped_note(ignorer))
+        return _text_answer(_tree_json(tree), notes + _skipped_note(ignorer))
 
     @tool(
         "search_files",
@@ -284,45 +315,51 @@ class WalkTools:
 
         def search(stop: Stop) -> tuple[list[str], int, bool]:
             found: list[str] = []  # relative paths as on disk; shown in full below
-            total = seen = 0
+            total = seen = clock_at = 0
             used = 0
             full = False
             excluding = bool(excludes.patterns)
             matches, suffixes = glob.matches, glob.suffixes
             pruned: list[tuple[str, ...] | None] = [None]
-            walk = self.sandbox.walk(location, descend=lambda c: c != pruned[0] and not excludes.excluded("/".join(c))
-                                     and glob.could_match_below("/".join(c)), sizes=False,
-                                     entering=ignorer.entering if ignorer is not None else None)
+            walk = self.sandbox.walk_runs(location, descend=lambda c: c != pruned[0] and not excludes.excluded("/".join(c))
+                                          and glob.could_match_below("/".join(c)), run=STOP_EVERY,
+                                          entering=ignorer.entering if ignorer is not None else None)
             try:
-                for components, entry in walk:
-                    # A cancellation is seen at the next entry, the clock read every STOP_EVERY.
-                    if stop.cancelled or not seen % STOP_EVERY and stop():
-                        if stop.timed_out:
-                            return found, total, True
-                        raise Stopped()
-                    seen += 1
-                    if not seen % 1000:  # every entry walked counts, matching or not
-                        ctx.report_progress(seen, message=f"{seen} entries searched, {total} matches")
-                    directory = entry.kind == "directory"
-                    if directory and ignorer is not None and ignorer.ignored(components, True):
-                        pruned[0] = components
-                        continue
-                    if suffixes is not None and not entry.name.endswith(suffixes):
-                        continue  # cannot match: most names of a '**/*.py' search end here
-                    relative = "/".join(components)
-                    if not matches(relative) or excluding and excludes.excluded(relative):
-                        continue
-                    if not directory and ignorer is not None and ignorer.ignored(components, False):
-                        continue
-                    total += 1
-                    if total <= start or full:
-                        continue
-                    cost = len(prefix.encode("utf-8")) + len(relative.encode("utf-8", "surrogateescape")) + 1
-                    if len(found) >= cap or found and used + cost > room:
-                        full = True
-                        continue
-                    used += cost
-                    found.append(relative)
+                for run_in, names, kinds in walk:
+                    # A cancellation is seen at the next run, the clock read every STOP_EVERY entries.
+                    if stop.cancelled or seen >= clock_at:
+                        clock_at = seen + STOP_EVERY
+                        if stop():
+                            if stop.timed_out:
+                                return found, total, True
+                            raise Stopped()
+                    if (seen + len(names)) // 1000 > seen // 1000:  # every entry walked counts, matching or not
+                        passed = (seen + len(names)) // 1000 * 1000
+                        ctx.report_progress(passed, message=f"{passed} entries searched, {total} matches")
+                    seen += len(names)
+                    # Only a run's last entry can be a directory (walk_runs).
+                    directory = names[-1] if kinds[-1] == "directory" else None
+                    if directory is not None and ignorer is not None and ignorer.ignored(run_in + (directory,), True):
+                        pruned[0] = run_in + (directory,)
+                        names, directory = names[:-1], None
+                    if suffixes is not None:  # most names of a '**/*.py' search cannot match: one C-level step
+                        names = [name for name in names if name.endswith(suffixes)]
+                    within = "/".join(run_in) + "/" if run_in else ""
+                    for name in names:
+                        relative = within + name
+                        if not matches(relative) or excluding and excludes.excluded(relative):
+                            continue
+                        if name != directory and ignorer is not None and ignorer.ignored(run_in + (name,), False):
+                            continue
+                        total += 1
+                        if total <= start or full:
+                            continue
+                        cost = len(prefix.encode("utf-8")) + len(relative.encode("utf-8", "surrogateescape")) + 1
+                        if len(found) >= cap or found and used + cost > room:
+                            full = True
+                            continue
+                        used += cost
+                        found.append(relative)
             finally:
                 walk.close()
             return found, total, False
@@ -516,11 +553,22 @@ class _GrepPage:
 # --- helpers ---------------------------------------------------------------------------------------
 
 
-def _node_bytes(entry: Entry) -> int:
-    return _NODE_BYTES.get(entry.kind, _NODE_BYTES["other"]) + len(json.dumps(entry.label, ensure_ascii=False).encode("utf-8"))
+def _json_strings_bytes(quoted: list[str]) -> int:
+    """The UTF-8 bytes of these JSON strings (``_encode_string``'s), in C-level steps."""
+    if all(map(str.isascii, quoted)):
+        return sum(map(len, quoted))
+    return sum(len(text.encode("utf-8")) for text in quoted)
 
 
-def _ancestors(location: Location, components: tuple[str, ...], children: dict[tuple[str, ...], list[dict[str, Any]]]) -> int:
+def _tree_json(nodes: list[Any]) -> str:
+    """The compact JSON of a tree ``directory_tree`` built: ``json.dumps(tree, ensure_ascii=False,
+    separators=(",", ":"))`` of its nodes as dicts, written from the nodes' own JSON text. A node
+    is its JSON text, or, for a directory with children, ``[its text up to "children":[, its
+    children]``. (10,000 entries: ~2 ms instead of ~7 ms for the dicts and the encoder.)"""
+    return "[" + ",".join(node if node.__class__ is str else node[0] + _tree_json(node[1])[1:] + "}" for node in nodes) + "]"
+
+
+def _ancestors(location: Location, components: tuple[str, ...], children: dict[tuple[str, ...], list[Any]]) -> int:
     """Put the parent directories of the first entry of a page into the tree (they were shown
     on an earlier page), so its path stays readable; returns the bytes they add."""
     used = 0
@@ -528,11 +576,9 @@ def _ancestors(location: Location, components: tuple[str, ...], children: dict[t
         parent = components[:depth]
         if parent in children:
             continue
-        name = display_name(parent[-1])
-        node: dict[str, Any] = {"name": name, "type": "directory", "children": []}
-        children[parent[:-1]].append(node)
-        children[parent] = node["children"]
-        used += _NODE_BYTES["directory"] + _CHILDREN_BYTES + len(json.dumps(name, ensure_ascii=False).encode("utf-8"))
+        name = _encode_string(display_name(parent[-1]))
+        children[parent[:-1]].append([f'{{"name":{name},"type":"directory","children":[', children.setdefault(parent, [])])
+        used += _NODE_BYTES["directory"] + _CHILDREN_BYTES + _json_strings_bytes([name])
     return used
 
 

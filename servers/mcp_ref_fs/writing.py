@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, AsyncIterator
 
 from mcp_ref import InputRequired, ToolError, ToolResult, elicit_form
 
-from . import content, diffs, edits
+from . import content
 from .definitions import MAX_EDITS, PATH, output, schema, tool
 from .answers import answer, binary_file, first_bytes, not_utf8, utf8
 from .offload import Stop, Stopped, off_loop, read_start
@@ -41,6 +41,7 @@ from .root import FileChanged, Location, NotFound, sandboxed
 if TYPE_CHECKING:
     from mcp_ref import RequestContext
 
+    from . import diffs, edits
     from .config import Config
     from .root import Sandbox
 
@@ -198,6 +199,8 @@ class WritingTools:
                     again: bool) -> tuple[edits.Edited, diffs.Diff]:
         """The edits applied (exactly, ``again``: on content that changed since the first read) and
         their diff, in a worker thread."""
+        from . import diffs, edits  # imported on first use: start-up does not pay for them
+
         limit = self.config.search_seconds
 
         def work(stop: Stop) -> tuple[edits.Edited, diffs.Diff]:

@@ -1133,27 +1133,29 @@ def test_a_line_window_of_a_file_that_shrank_while_open_returns_what_is_left(
     assert kept == b"line 1\n"
 
 
-async def test_cancelling_search_files_stops_its_walk_at_the_next_entry(
+async def test_cancelling_search_files_stops_its_walk_at_the_next_run(
         monkeypatch: pytest.MonkeyPatch, root_dir: Path, sandbox: Sandbox) -> None:
-    for index in range(20):
-        (root_dir / f"f{index:02d}.txt").write_bytes(b"x")
+    """A search walks runs of at most STOP_EVERY entries (``Sandbox.walk_runs``) and sees a
+    cancellation before the next run."""
+    for index in range(3 * offload.STOP_EVERY):
+        (root_dir / f"f{index:03d}.txt").write_bytes(b"x")
     tools = FsTools(Server("edges", "0"), sandbox, Config(roots=(str(root_dir),)))
-    consumed: list[tuple[str, ...]] = []
+    consumed: list[list[str]] = []
     paused, release, closed = threading.Event(), threading.Event(), threading.Event()
-    real_walk = sandbox.walk
+    real_walk_runs = sandbox.walk_runs
 
-    def walk(start: Any, **kwargs: Any) -> Iterator[Any]:
+    def walk_runs(start: Any, **kwargs: Any) -> Iterator[Any]:
         try:
-            for item in real_walk(start, **kwargs):
-                consumed.append(item[0])
-                yield item
+            for run in real_walk_runs(start, **kwargs):
+                consumed.append(run[1])
+                yield run
                 if len(consumed) == 1:
                     paused.set()
                     release.wait(5)
         finally:
             closed.set()
 
-    monkeypatch.setattr(sandbox, "walk", walk)
+    monkeypatch.setattr(sandbox, "walk_runs", walk_runs)
     ctx = types.SimpleNamespace(report_progress=lambda *args, **kwargs: True, task_id=None)
     loop = asyncio.get_running_loop()
     search = tools.search_files(ctx, {"path": str(root_dir), "pattern": "**"})  # type: ignore[arg-type]
@@ -1164,7 +1166,7 @@ async def test_cancelling_search_files_stops_its_walk_at_the_next_entry(
         await task
     release.set()
     assert await loop.run_in_executor(None, closed.wait, 5)
-    assert len(consumed) == 2  # the entry it was at, and the next one, where it noticed
+    assert len(consumed) == 2  # the run it was in, and the next one, where it noticed
 
 
 # --- tools.py over stdio -------------------------------------------------------------------------------------

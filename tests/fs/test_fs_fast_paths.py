@@ -146,28 +146,29 @@ async def test_list_directory_fits_its_answer_budget_as_fit_lines_counts(tmp_pat
 
 async def test_a_name_search_notices_its_time_limit_within_stop_every_entries(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Searches walk runs of at most STOP_EVERY entries (``Sandbox.walk_runs``) and read the clock
+    before a run once STOP_EVERY entries have passed since the last look."""
     root = tmp_path / "many"
     root.mkdir()
     for index in range(3 * offload.STOP_EVERY):
         (root / f"f{index:03d}.txt").write_bytes(b"")
     sandbox = Sandbox.open([str(root)])
     tools = FsTools(Server("fast", "0"), sandbox, Config(roots=(str(root),), search_seconds=0.2, max_answer_bytes=1_000_000))
-    consumed: list[tuple[str, ...]] = []
-    real_walk = sandbox.walk
+    consumed: list[list[str]] = []
+    real_walk_runs = sandbox.walk_runs
 
-    def walk(start: Any, **kwargs: Any) -> Iterator[Any]:
-        for item in real_walk(start, **kwargs):
-            consumed.append(item[0])
-            yield item
-            if len(consumed) == 5:
-                time.sleep(0.3)  # the time limit passes here, between two polls of the clock
+    def walk_runs(start: Any, **kwargs: Any) -> Iterator[Any]:
+        for run in real_walk_runs(start, **kwargs):
+            consumed.append(run[1])
+            yield run
+            time.sleep(0.3)  # the time limit passes here, between two polls of the clock
 
-    monkeypatch.setattr(sandbox, "walk", walk)
+    monkeypatch.setattr(sandbox, "walk_runs", walk_runs)
     ctx = types.SimpleNamespace(report_progress=lambda *args, **kwargs: True, task_id=None)
     result = await tools.search_files(ctx, {"path": str(root), "pattern": "*.txt"})  # type: ignore[arg-type]
     assert any(block["text"].startswith("[Stopped at the") for block in result.content[1:])
-    # Polled at the first entry and then at entry STOP_EVERY + 1, where it stopped.
-    assert len(consumed) == offload.STOP_EVERY + 1
+    # Polled before the first run of STOP_EVERY entries and before the second, where it stopped.
+    assert [len(run) for run in consumed] == [offload.STOP_EVERY, offload.STOP_EVERY]
     assert result.content[0]["text"].split("\n") == [f"{root}/f{index:03d}.txt" for index in range(offload.STOP_EVERY)]
 
 
