@@ -43,7 +43,7 @@ from .watch import WatchHooks, WatchSet
 from .wire import notification
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+    from .handlerthreads import DaemonThreadPool
 
     from .prompts import Prompt, PromptArgument
 
@@ -158,7 +158,7 @@ class Server:
         self.legacy = LegacySession()
         self._watch_hooks = WatchHooks()
         self._emit: Callable[[dict[str, Any]], None] | None = None
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: DaemonThreadPool | None = None
         self._busy_threads = 0
         self._busy_lock = threading.Lock()
         # (event loop, its thread) while serving. One attribute, so another thread reads both at once.
@@ -511,9 +511,9 @@ class Server:
         if inspect.iscoroutinefunction(handler):
             return await handler(*args)
         if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor  # only servers with synchronous handlers need it
+            from .handlerthreads import DaemonThreadPool  # only servers with synchronous handlers need it
 
-            self._pool = ThreadPoolExecutor(self.handler_threads, thread_name_prefix="mcp-ref-handler")
+            self._pool = DaemonThreadPool(self.handler_threads, thread_name_prefix="mcp-ref-handler")
         return await asyncio.get_running_loop().run_in_executor(self._pool, self._run_sync, handler, args)
 
     def _run_sync(self, handler: Callable[..., Any], args: tuple[Any, ...]) -> Any:

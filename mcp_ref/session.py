@@ -560,7 +560,8 @@ class Session:
                 await asyncio.wait(pending, timeout=UNWIND_SECONDS)
         await self.server.tasks.close()  # nobody can poll them once the client has gone
         self.server.subscriptions.close_all()
-        listens = [e.task for e in self._in_flight.values()]
+        # (Only subscriptions: a handler that swallowed its cancellation above is not waited for.)
+        listens = [e.task for e in self._in_flight.values() if e.request.method == "subscriptions/listen"]
         if listens:
             await asyncio.gather(*listens, return_exceptions=True)
         await self.server.stop_watching()  # watch hooks hear the empty set: nothing listens any more

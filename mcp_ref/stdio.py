@@ -507,7 +507,14 @@ def _stop_stray_tasks(loop: asyncio.AbstractEventLoop) -> int:
 def run_stdio(server: Server, **options: Any) -> int:
     """Blocking entry point for console scripts: configure stderr logging, serve, return 0.
 
-    Explicit ``options`` win over ``MCP_REF_*`` environment variables.
+    Explicit ``options`` win over ``MCP_REF_*`` environment variables. Every normal way of ending
+    (EOF, signals, a closed stdout) returns 0 from here and the interpreter exits as usual. So does
+    a synchronous handler that ignores ``ctx.cancelled``: it gets a moment, then is left on its
+    daemon thread (``handlerthreads``), which the interpreter does not wait for. One case ends the
+    process with ``os._exit(0)``, once everything the client can see is flushed: a handler task
+    that swallowed its cancellation. ``asyncio.run`` would wait for it forever, and any normal exit
+    would resume it once more (the interpreter closes a coroutine it destroys, running its
+    handlers on a closed loop, and logs the task as destroyed while pending).
     """
     configure_logging()
     loop = asyncio.new_event_loop()
@@ -519,22 +526,15 @@ def run_stdio(server: Server, **options: Any) -> int:
     finally:
         asyncio.set_event_loop(None)
         loop.close()
-    if stray:
-        # A handler swallowed its cancellation (asyncio.run would wait for it forever). Everything
-        # the client can see is flushed already, so leave now.
-        log.warning("exiting with %d handler task(s) that ignored their cancellation", stray)
-        logging.shutdown()
-        os._exit(0)
     # Cancelled synchronous handlers see ctx.cancelled and usually stop within moments (not
     # waited for after a second signal or a closed stdout: nothing waits then).
     deadline = time.monotonic() + (0.0 if session.hard_stopped else SYNC_HANDLER_EXIT_WAIT_SECONDS)
     while server.busy_handler_threads and time.monotonic() < deadline:
         time.sleep(0.01)
     if server.busy_handler_threads:
-        # Worker threads are joined at interpreter exit; a synchronous handler that ignores
-        # ctx.cancelled would hold the process long after the client is gone. Everything the
-        # client can see is flushed already, so leave now.
         log.warning("exiting with %d synchronous handler(s) still running", server.busy_handler_threads)
+    if stray:
+        log.warning("exiting with %d handler task(s) that ignored their cancellation", stray)
         logging.shutdown()
         os._exit(0)
     return 0
