@@ -104,7 +104,7 @@ SHUTTING_DOWN = "the server is shutting down"
 
 
 class Output(Protocol):
-    """Where a session's lines go: the transport's single writer (``stdio._Output``), or a test's list.
+    """Where a session's lines go: the transport's single writer (``stdout._Output``), or a test's list.
 
     ``buffered`` is the bytes queued and not yet taken by the client; above ``high_water`` no new
     request starts, and the writer calls the session's ``room`` once it is back to its low mark.

@@ -1,4 +1,4 @@
-"""The stdio transport: a thin asyncio shell that moves bytes between two fds and a ``session.Session``.
+"""The stdio transport: a thin asyncio shell that moves bytes between two streams and a ``session.Session``.
 
 Spec: basic/transports/stdio (2026-07-28).
 
@@ -9,32 +9,36 @@ Theory of operation
   stderr instead of corrupting the message stream. Both are restored on exit, unless a
   synchronous handler is still running then: it could still print, so fd 1 stays on stderr.
   ``sys.stdout`` is a ``stderr.DivertedStdout`` meanwhile, so a print never blocks the loop.
-* **Any descriptors.** Pipes, sockets and TTYs are polled by the event loop and read and written
-  with plain non-blocking ``os.read``/``os.writev`` (no asyncio transport, no thread), so stdin
-  and stdout may even be one socket (inetd, systemd socket activation, ``socat``). Regular files
-  and ``/dev/null`` cannot be polled and never block, so they are read and written directly.
-* **Where the loop cannot poll them: two threads.** Windows' default (Proactor) event loop has no
-  ``add_reader``, and Windows has no non-blocking pipes. There, and whenever
-  ``MCP_REF_STDIO=threads`` (or ``run(stdio_mode="threads")``) forces it, stdin is read by a
-  small thread doing blocking reads, one chunk each time the loop asks, and stdout is written by
-  another taking one batch of the queue at a time (:mod:`mcp_ref._stdio_threads`). The loop keeps
-  every budget, the queue and its accounting, so framing, backpressure (the reader thread is not
-  asked for more while input is held; bytes stay counted as queued until the writer thread
-  reports them written), bounded memory, cancellation and shutdown are the same code and the same
-  guarantees. ``MCP_REF_STDIO`` is ``auto`` (the default: poll when the loop can, else threads),
-  ``poll`` or ``threads``; the choice is logged once at debug level. On Windows stdin and stdout
-  are switched to binary mode (no CRLF translation) first. Signals: ``loop.add_signal_handler``
-  where the loop has it; otherwise (and in the thread mode) ``signal.signal`` for SIGINT, SIGTERM,
-  SIGHUP and SIGBREAK, whichever exist, handing over with ``call_soon_threadsafe``.
+* **Two streams, one backend chosen once.** ``StdioSession.serve`` turns the two descriptors into
+  a ``streams.ReceiveStream`` and a ``streams.SendStream`` (``streams.open_fd_streams``) and knows
+  nothing more about them. Pipes, sockets and TTYs are polled by the event loop (stdin and stdout
+  may even be one socket: inetd, systemd socket activation, ``socat``); regular files and
+  ``/dev/null`` are read and written directly; where the loop cannot poll them (Windows' Proactor
+  loop; Windows has no non-blocking pipes), or when ``MCP_REF_STDIO=threads`` (or
+  ``run(stdio_mode="threads")``) forces it, two small threads do blocking reads and writes, one
+  chunk at a time, asked for by the loop. ``MCP_REF_STDIO`` is ``auto`` (the default: poll when
+  the loop can, else threads), ``poll`` or ``threads``; the choice is logged once at debug level.
+  Every budget, the output queue and its accounting stay on the loop, so framing, backpressure,
+  bounded memory, cancellation and shutdown are the same code whatever the backend. Tests give
+  ``StdioSession`` in-memory streams instead (``streams.MemoryInput``, ``streams.MemoryOutput``).
+  On Windows stdin and stdout are switched to binary mode (no CRLF translation) first.
+* **One loop under a TaskGroup.** ``serve`` runs the read loop (``_read``) as the one task of an
+  ``asyncio.TaskGroup`` and waits for the end: EOF (the loop returns), a signal (``stop``) or a
+  closed stdout. Then it cancels the loop, closes the input stream and shuts down.
 * **Reading is pulled, and bounded by bytes.** What is read goes to ``Session.receive_data``,
   which keeps the bytes, decides how many become requests (its budgets), and says whether to read
   more (``wants_input``): reading stops while it holds ``session.HELD_INPUT_BYTES`` (the kernel
   pipe fills and the client blocks), and starts again when the session says so
-  (``on_input_wanted``), which it does when a request ends or the output drains: nothing polls.
-* **Writing.** ``stdout._Output`` is the only writer of the protocol fd (its module docstring
+  (``on_input_wanted``), which it does when a request ends or the output drains: nothing polls,
+  and no timer runs. Two chunks read back to back have a turn of the loop between them, so a
+  flooding client cannot starve the requests it started.
+* **Writing.** ``stdout._Output`` is the only writer of the protocol stream (its module docstring
   has the rules). A closed stdout (EPIPE, or the pipe's reader gone) ends the session: nothing
   more can be delivered, so nothing more is worth computing.
-* **Shutdown.** EOF on stdin, SIGTERM, SIGINT or SIGHUP stops reading. What was read is still
+* **Signals**: SIGTERM, SIGINT and SIGHUP (SIGBREAK on Windows) call ``stop``; through
+  ``loop.add_signal_handler`` where the loop has it, otherwise (and in the thread mode)
+  ``signal.signal``, handing over with ``call_soon_threadsafe``.
+* **Shutdown.** EOF on stdin, a signal or a closed stdout stops reading. What was read is still
   served: requests in flight and input held back get ``shutdown_grace_seconds``; what is still
   unfinished then is answered -32603 ("the server is shutting down") and cancelled, so every
   request read gets exactly one response unless the client cancelled it. Open subscriptions
@@ -42,10 +46,17 @@ Theory of operation
   ``flush_timeout_seconds``: a client that does not read cannot hold the process. A second
   signal skips what is left of both at once. None of these steps waits on a thread, so a busy
   synchronous handler never stops the server from reading a cancellation.
+* **Exit.** ``run_stdio`` returns 0 and the interpreter exits as usual, also when a synchronous
+  handler ignores ``ctx.cancelled`` (it runs on a daemon thread, ``handlerthreads``, which the
+  interpreter does not wait for). The one ``os._exit(0)``, after everything is flushed, is for a
+  handler task that swallowed its cancellation (see ``run_stdio``): no normal path reaches it.
 
 Cancel-safety: ``serve``, if cancelled, still runs the whole shutdown in its ``finally`` (and
 ``_shut_down`` awaits only cancel-safe steps: ``Session.serve_held_input``, ``Session.shutdown``,
-``_Output.close``). Everything else here is a plain callback that runs to completion on the loop.
+``_Output.close``). The read loop is cancelled while it waits on an event, or between a chunk
+read and handed over (then the chunk is still handed over: what was read is served); the
+streams' methods are plain functions, so nothing of theirs is ever interrupted. Everything else
+here is a plain callback that runs to completion on the loop.
 """
 
 from __future__ import annotations
