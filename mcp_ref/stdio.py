@@ -153,7 +153,7 @@ class StdioSession:
             async with asyncio.TaskGroup() as group:
                 reading = group.create_task(self._read(reader, session))
                 await self._done.wait()
-                reading.cancel()  # (receive_some is cancel-safe: nothing read is lost)
+                reading.cancel()  # (it waits only on events; a chunk in hand is still handed over)
         finally:
             reader.close()
             await self._shut_down(loop, session, output)

@@ -25,23 +25,25 @@ from the event loop's thread only. The backend is chosen once, per descriptor
 
 The contract, the same for every backend (what the shell relies on):
 
+* **Nothing to cancel.** Every method is a plain function that returns at once, shaped like
+  ``os.read`` and ``os.writev`` on a non-blocking descriptor: ``receive_some`` and ``send_some``
+  raise ``BlockingIOError`` when they can do nothing now, and the caller waits for the
+  ``on_readable`` or ``on_writable`` callback. So no bytes are ever lost to a cancellation (the
+  caller's waits are all it can cancel), and for a polled descriptor the read and the write are
+  one C call each.
 * **EOF has one meaning**: ``receive_some`` returns ``b""`` when, and only when, the peer ended
-  its input; every later call returns ``b""`` too.
+  its input.
 * **Broken is an ``OSError``** (EPIPE from a client that closed stdout, EIO from a hung-up
   terminal): raised by ``receive_some`` and ``send_some``, or reported through ``on_broken``
   when a writer notices it between writes. A reader that fails is taken as the end of input; a
-  writer that fails ends the session. **Closed** is ours: ``close()`` on a stream stops it for
-  good, and a closed stream is never called again (the shell guarantees it; nothing raises).
-* **Backpressure is pull on both sides**: bytes are read only inside ``receive_some``, so while
-  the session holds input nothing is read and the client blocks on a full pipe (``when_readable``
-  is one-shot: a stream nobody reads calls nothing); a writer takes only what fits now (``send_some``) and says when it has room again
-  (``want_writable``).
-* **Nothing to cancel**: every method is a plain function that returns at once (the shape of
-  ``os.read`` and ``os.writev`` on a non-blocking descriptor); waiting is the caller's, on the
-  ``on_readable`` and ``on_writable`` callbacks. (The read side's readiness is one-shot, so that
-  no stale callback follows the read that took the bytes: nothing of the shell runs between a
-  request's read and its answer's write but the request's own work.) So no bytes are ever lost to a cancellation, and
-  for a polled descriptor the read and write paths are one C call each.
+  writer that fails ends the session. **Closed** is the shell's own doing: ``close()`` (which may
+  come twice) stops a stream for good, no callback follows, and nothing else is called after it.
+* **Backpressure is pull on both sides.** Bytes are read only inside ``receive_some``, so while
+  the session holds input nothing is read and the client blocks on a full pipe; a writer takes
+  only what fits now (``send_some``) and says when it has room again (``want_writable``).
+* **Readiness to read is one-shot** (``when_readable``: one ``on_readable`` per call): a stream
+  nobody reads calls nothing, and no stale callback follows the read that took the bytes, so
+  nothing of the shell runs between a request's read and its answer's write.
 """
 
 from __future__ import annotations
@@ -49,15 +51,12 @@ from __future__ import annotations
 import asyncio
 import errno
 import functools
-import logging
 import os
 import selectors
 import stat
 from typing import Callable, Protocol, Sequence, Union
 
 from ._stdio_threads import ReaderThread, WriterThread
-
-log = logging.getLogger("mcp_ref")
 
 Buffer = Union[bytes, memoryview]
 # One chunk handed to the writer thread at a time: what a pipe's kernel buffer holds, so the
@@ -73,8 +72,9 @@ class ReceiveStream(Protocol):
     def receive_some(self, max_bytes: int, /) -> bytes:
         """Take between 1 and ``max_bytes`` bytes that are there now, without waiting; ``b""`` at
         the end of input (only then). Raises ``BlockingIOError`` when nothing is there now (wait
-        for ``on_readable``, see ``when_readable``), any other ``OSError`` when the stream broke. A plain function, so nothing to cancel (for the polled backend it is
-        ``os.read`` itself). Not called again after ``b""``, a broken error, or ``close``."""
+        for ``on_readable``, see ``when_readable``), any other ``OSError`` when the stream broke.
+        A plain function, so nothing to cancel (for the polled backend it is ``os.read`` itself).
+        Not called again after ``b""``, a broken error, or ``close``."""
         ...
 
     def start(self, loop: asyncio.AbstractEventLoop, on_readable: Callable[[], None]) -> None:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 from typing import Any, AsyncIterator
 
 import pytest
@@ -182,3 +183,32 @@ async def _session(shell: Shell) -> session_module.Session:
     await until(lambda: shell.shell.session is not None)
     assert shell.shell.session is not None
     return shell.shell.session
+
+
+async def test_a_polled_reader_signals_readiness_once_per_ask_so_unread_input_costs_nothing() -> None:
+    from mcp_ref.streams import PolledReader
+
+    read_fd, write_fd = os.pipe()
+    reader = PolledReader(read_fd)
+    calls: list[int] = []
+    reader.start(asyncio.get_running_loop(), lambda: calls.append(1))
+    try:
+        with pytest.raises(BlockingIOError):
+            reader.receive_some(10)  # nothing there: the caller waits for on_readable
+        reader.when_readable()
+        os.write(write_fd, b"abc")
+        await until(lambda: calls == [1])
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert calls == [1]  # one-shot: the unread bytes call nothing more (no busy loop while input is held)
+        reader.when_readable()
+        await until(lambda: calls == [1, 1])  # asked again: the bytes still there answer at once
+        assert reader.receive_some(10) == b"abc"
+        os.close(write_fd)
+        write_fd = -1
+        assert reader.receive_some(10) == b""  # EOF
+    finally:
+        reader.close()
+        os.close(read_fd)
+        if write_fd >= 0:
+            os.close(write_fd)
