@@ -30,8 +30,8 @@ Theory of operation
   more (``wants_input``): reading stops while it holds ``session.HELD_INPUT_BYTES`` (the kernel
   pipe fills and the client blocks), and starts again when the session says so
   (``on_input_wanted``), which it does when a request ends or the output drains: nothing polls,
-  and no timer runs. Two chunks read back to back have a turn of the loop between them, so a
-  flooding client cannot starve the requests it started.
+  and no timer runs. Each chunk is read in a turn of the loop of its own, so a flooding client
+  cannot starve the requests it started.
 * **Writing.** ``stdout._Output`` is the only writer of the protocol stream (its module docstring
   has the rules). A closed stdout (EPIPE, or the pipe's reader gone) ends the session: nothing
   more can be delivered, so nothing more is worth computing.
@@ -53,9 +53,9 @@ Theory of operation
 
 Cancel-safety: ``serve``, if cancelled, still runs the whole shutdown in its ``finally`` (and
 ``_shut_down`` awaits only cancel-safe steps: ``Session.serve_held_input``, ``Session.shutdown``,
-``_Output.close``). The read loop is cancelled while it waits on an event, or between a chunk
-read and handed over (then the chunk is still handed over: what was read is served); the
-streams' methods are plain functions, so nothing of theirs is ever interrupted. Everything else
+``_Output.close``). The read loop is cancelled only while it waits on an event, never between a
+chunk read and handed over; the streams' methods are plain functions, so nothing of theirs is
+ever interrupted. Everything else
 here is a plain callback that runs to completion on the loop.
 """
 
@@ -74,7 +74,7 @@ from . import stderr
 from .outputbudget import DEFAULT_MAX_RESERVED_OUTPUT_BYTES
 from .session import DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_IN_FLIGHT_BYTES, SHUTTING_DOWN, Session
 from .stdout import _Output
-from .streams import ReceiveStream, SendStream, describe, open_fd_streams
+from .streams import READ_CHUNK_BYTES, ReceiveStream, SendStream, describe, open_fd_streams
 from .wire import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
@@ -82,7 +82,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcp_ref")
 
-READ_CHUNK_BYTES = 256 * 1024
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 5.0
 # After the grace period, how long queued output may take to reach a client that reads slowly.
 DEFAULT_FLUSH_TIMEOUT_SECONDS = 5.0
@@ -153,7 +152,7 @@ class StdioSession:
             async with asyncio.TaskGroup() as group:
                 reading = group.create_task(self._read(reader, session))
                 await self._done.wait()
-                reading.cancel()  # (it waits only on events; a chunk in hand is still handed over)
+                reading.cancel()  # (it waits only on events: nothing read is lost)
         finally:
             reader.close()
             await self._shut_down(loop, session, output)
@@ -170,50 +169,39 @@ class StdioSession:
     async def _read(self, reader: ReceiveStream, session: Session) -> None:
         """The one loop: a chunk whenever the session wants one; at EOF, shut down.
 
-        It waits on two events, both set by callbacks, never by a timer: ``readable`` (the
-        stream's one-shot ``on_readable``) when ``receive_some`` had nothing, and ``wanted`` (the
+        It waits on two events, both set by callbacks, never by a timer: ``wanted`` (the
         session's ``on_input_wanted``: a request ended, the output drained) while the session
-        holds enough input. Whenever it waits for ``readable``, the stream has been asked
-        (``when_readable``) since the event was last cleared, so no readiness is missed. Two
-        chunks read back to back have a turn of the loop between them (the requests the first
-        one started run first), as a flooding client must not starve them. Never dies silently:
-        a failed read, or an unexpected error, is logged and taken as the end of input, so what
-        was read is still answered.
+        holds enough input, and ``readable`` (the stream's one-shot ``on_readable``) otherwise.
+        Each turn asks the stream again (``when_readable``) before it reads, so no readiness is
+        missed, nothing of ours runs between a read and the next wait, and each chunk is read in
+        a turn of its own: a flooding client cannot starve the requests it started. Never dies
+        silently: a failed read, or an unexpected error, is logged and taken as the end of
+        input, so what was read is still answered.
         """
         assert self._done is not None and self._input_wanted is not None
         readable, wanted = asyncio.Event(), self._input_wanted
         reader.start(asyncio.get_running_loop(), readable.set)
-        reader.when_readable()
-        woken = True  # a turn of the loop has passed since the last chunk
+        readable.set()  # (look at once)
         try:
             while True:
                 if not session.wants_input:
                     wanted.clear()
                     if not session.wants_input:
                         await wanted.wait()
-                    woken = True
                     continue
+                await readable.wait()
+                readable.clear()
+                reader.when_readable()
                 try:
                     data = reader.receive_some(READ_CHUNK_BYTES)
                 except BlockingIOError:
-                    await readable.wait()
-                    readable.clear()
-                    reader.when_readable()  # (before the next read: nothing of ours runs after a read)
-                    woken = True
-                    continue
+                    continue  # nothing yet: on_readable will come
                 except OSError as exc:  # EIO from a hung-up terminal, ECONNRESET from a socket
                     log.warning("reading stdin failed (%s): taking it as the end of input", describe(exc))
                     data = b""
                 if not data:
                     break
-                if woken:
-                    session.receive_data(data)
-                else:
-                    try:
-                        await asyncio.sleep(0)
-                    finally:
-                        session.receive_data(data)  # (cancelled here too: what was read is served)
-                woken = False
+                session.receive_data(data)
         except Exception:
             log.exception("internal error while reading stdin; taking it as the end of input")
         session.receive_eof()

@@ -59,6 +59,8 @@ from typing import Callable, Protocol, Sequence, Union
 from ._stdio_threads import ReaderThread, WriterThread
 
 Buffer = Union[bytes, memoryview]
+# The most the shell reads at once (and what the reader thread reads per ask).
+READ_CHUNK_BYTES = 256 * 1024
 # One chunk handed to the writer thread at a time: what a pipe's kernel buffer holds, so the
 # thread backend's bytes in transit are bounded as the polled backend's are.
 THREAD_WRITE_BYTES = 64 * 1024
@@ -311,15 +313,16 @@ class FileWriter:
 
 
 class ThreadReader:
-    """Blocking reads on a daemon thread (``_stdio_threads``): ``receive_some`` returns the chunk
-    that arrived, or asks the thread for one and raises ``BlockingIOError``; the chunk's arrival
-    calls ``on_readable``. So the thread reads one chunk per ask, only while the loop asks. A
-    thread blocked in a read at the end is abandoned (a daemon owning its own duplicate of the
-    descriptor)."""
+    """Blocking reads on a daemon thread (``_stdio_threads``): ``when_readable`` asks the thread
+    for a chunk (unless one is there already), its arrival calls ``on_readable``, and
+    ``receive_some`` returns it. So the thread reads one chunk per ask, only while the loop asks,
+    and the loop asks only while the session wants input. A thread blocked in a read at the end
+    is abandoned (a daemon owning its own duplicate of the descriptor)."""
 
-    def __init__(self, fd: int) -> None:
+    def __init__(self, fd: int, *, chunk: int = READ_CHUNK_BYTES) -> None:
         make_blocking(fd)
         self._fd = fd
+        self._chunk = chunk
         self._thread: ReaderThread | None = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._on_readable: Callable[[], None] = _nothing
@@ -333,16 +336,9 @@ class ThreadReader:
         data, self._arrived = self._arrived, None
         if isinstance(data, OSError):
             raise data
-        if data is not None:
-            return data
-        if not self._asked:
-            if self._thread is None:
-                assert self._loop is not None
-                self._thread = ReaderThread(os.dup(self._fd), self._loop, self._on_data, chunk=max_bytes)
-                self._thread.start()
-            self._asked = True
-            self._thread.request()
-        raise BlockingIOError(errno.EAGAIN, "the reader thread has not read its chunk yet")
+        if data is None:
+            raise BlockingIOError(errno.EAGAIN, "the reader thread has not read a chunk yet")
+        return data
 
     def _on_data(self, data: bytes | OSError) -> None:
         self._asked = False
@@ -350,7 +346,19 @@ class ThreadReader:
         self._on_readable()
 
     def when_readable(self) -> None:
-        pass  # (the thread reads only when receive_some asks; its chunk's arrival calls on_readable)
+        assert self._loop is not None
+        if self._arrived is not None:
+            self._loop.call_soon(self._on_readable)
+        elif not self._asked:
+            self._ask()
+
+    def _ask(self) -> None:
+        if self._thread is None:
+            assert self._loop is not None
+            self._thread = ReaderThread(os.dup(self._fd), self._loop, self._on_data, chunk=self._chunk)
+            self._thread.start()
+        self._asked = True
+        self._thread.request()
 
     def close(self) -> None:
         self._on_readable = _nothing
