@@ -2,8 +2,9 @@
 stdio transport and server dispatcher, serving legacy (initialize-era) clients too.
 
 Reading order for a newcomer, following one message from stdin to stdout:
-``stdio`` (the asyncio shell: reads stdin, serves signals and shutdown; ``stdout``: the single
-writer; ``stderr``: logs that never block) -> ``session`` (one connection: held input, budgets,
+``stdio`` (the asyncio shell: one read loop, signals and shutdown; ``streams``: the byte streams
+it reads and writes, polled, files, threads or memory; ``stdout``: the single writer; ``stderr``:
+logs that never block) -> ``session`` (one connection: held input, budgets,
 requests in flight, cancellation) -> ``wire`` (framing, JSON-RPC; ``idscan``: the id of a line
 refused unparsed; ``fastjson`` and ``splice``: the encoder's speed-ups) -> ``dispatcher`` (one
 request: era, routing, context, result, errors; ``control``: the control lane) -> ``context`` /
@@ -11,7 +12,8 @@ request: era, routing, context, result, errors; ``control``: the control lane) -
 ``prompts``, ``completion``, ``pagination``, ``subscriptions`` + ``watch``, ``mrtr`` +
 ``requeststate``, ``sealing`` (the one HMAC, for request state and cursors), ``legacy`` +
 ``legacyinput`` + ``outgoing`` (server-to-client requests, for initialize-era clients only),
-``tasks`` (the tasks extension)) -> ``server`` (the API). The author's kit:
+``tasks`` (the tasks extension)) -> ``server`` (the API; ``handlerthreads``:
+where synchronous handlers run). The author's kit:
 ``testing`` (a client for tests), ``typed`` (typed tools), ``request`` (request lines for a shell).
 """
 

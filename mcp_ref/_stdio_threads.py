@@ -1,25 +1,25 @@
-"""The thread fallback of the stdio transport: blocking reads and writes on two small threads.
+"""The thread backend of the stdio streams: blocking reads and writes on two small threads.
 
-Used by :mod:`mcp_ref.stdio` where the event loop cannot wait on the stdin/stdout descriptors
-(Windows' default Proactor loop has no ``add_reader``; its selector loop takes sockets only, and
-Windows has no non-blocking pipes), or when forced with ``MCP_REF_STDIO=threads``.
+Used by :mod:`mcp_ref.streams` (``ThreadReader``, ``ThreadWriter``) where the event loop cannot
+wait on the stdin/stdout descriptors (Windows' default Proactor loop has no ``add_reader``; its
+selector loop takes sockets only, and Windows has no non-blocking pipes), or when forced with
+``MCP_REF_STDIO=threads``.
 
 Theory of operation
 -------------------
 * **One read at a time, asked for by the loop.** ``ReaderThread`` does nothing until the loop
   calls ``request()``. It then does one blocking ``os.read`` of at most ``chunk`` bytes and hands
   the bytes (or ``b""`` at EOF, or the ``OSError``) to the loop with ``call_soon_threadsafe``, and
-  waits to be asked again. The loop asks only while its budgets let it read (the same
-  ``_may_read`` rule as the polled path), so when the transport pauses, the thread stops
-  reading: the OS pipe fills and the client blocks. At most one chunk is ever in transit, so
-  memory is bounded exactly as on the polled path.
+  waits to be asked again. The loop asks only when its read loop wants a chunk, which it does
+  only while the session wants input, so when the session holds input the thread stops reading:
+  the OS pipe fills and the client blocks. At most one chunk is ever in transit.
 * **One batch at a time, handed over by the loop.** ``WriterThread`` gets a list of buffers with
   ``submit()``, writes them with blocking ``os.write`` calls of at most ``chunk`` bytes, reports
   each write's byte count (``on_taken``) and then the end of the batch (``on_batch_done``) to the
-  loop, or the ``OSError`` that ended writing (``on_error``). The loop keeps every line queued,
-  and counted as not yet taken, until the thread reports it written, so ``drain()``, the
-  congestion check and the shutdown deadline work on the same numbers as on the polled path. The
-  loop never blocks; only the thread waits for a client that does not read.
+  loop, or the ``OSError`` that ended writing (``on_error``). ``streams.ThreadWriter`` submits one
+  chunk of at most a pipe buffer's size at a time, so the thread holds no more than the kernel
+  would on the polled path; the loop keeps the rest queued and counted. The loop never blocks;
+  only the thread waits for a client that does not read.
 * **Each thread owns its descriptor.** The transport gives each thread its own duplicate and the
   thread closes it when it ends. A thread blocked in a read or write when the session ends (a
   client that neither closes stdin nor reads stdout) is a daemon: it is abandoned at process

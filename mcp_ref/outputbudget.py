@@ -7,7 +7,7 @@ a 43 MiB answer, whether or not the client would ever read it. So a handler that
 a large answer first reserves its estimated size with ``await ctx.reserve_output(nbytes)``
 (:meth:`mcp_ref.RequestContext.reserve_output`): it waits while other reserved answers hold the
 budget, and its reservation lasts until the line carrying its answer has left the process (the
-transport says so: ``stdio._Output.when_written``), or until the request ends without an answer
+transport says so: ``stdout._Output.when_written``), or until the request ends without an answer
 (cancelled, or refused). Memory held by large answers is then bounded by the budget (plus the one
 being built), whatever the client sends or fails to read, and every request is still answered
 once the client reads.

@@ -43,7 +43,7 @@ from .versions import initialize_versions, supported_versions
 from .watch import WatchHooks, WatchSet
 
 if TYPE_CHECKING:
-    from concurrent.futures import ThreadPoolExecutor
+    from .handlerthreads import DaemonThreadPool
 
     from .prompts import Prompt, PromptArgument
     from .session import Session
@@ -155,7 +155,7 @@ class Server:
 
         self.task_settings = task_settings or TaskSettings()  # each session's TaskStore runs by these
         self._watch_hooks = WatchHooks()
-        self._pool: ThreadPoolExecutor | None = None
+        self._pool: DaemonThreadPool | None = None
         self._busy_threads = 0
         self._busy_lock = threading.Lock()
         # The sessions being served (``attach``). A tuple, replaced whole, so that another thread
@@ -485,9 +485,9 @@ class Server:
         if inspect.iscoroutinefunction(handler):
             return await handler(*args)
         if self._pool is None:
-            from concurrent.futures import ThreadPoolExecutor  # only servers with synchronous handlers need it
+            from .handlerthreads import DaemonThreadPool  # only servers with synchronous handlers need it
 
-            self._pool = ThreadPoolExecutor(self.handler_threads, thread_name_prefix="mcp-ref-handler")
+            self._pool = DaemonThreadPool(self.handler_threads, thread_name_prefix="mcp-ref-handler")
         return await asyncio.get_running_loop().run_in_executor(self._pool, self._run_sync, handler, args)
 
     def _run_sync(self, handler: Callable[..., Any], args: tuple[Any, ...]) -> Any:

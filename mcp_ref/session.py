@@ -123,7 +123,7 @@ SHUTTING_DOWN = "the server is shutting down"
 
 
 class Output(Protocol):
-    """Where a session's lines go: the transport's single writer (``stdio._Output``), or a test's list.
+    """Where a session's lines go: the transport's single writer (``stdout._Output``), or a test's list.
 
     ``buffered`` is the bytes queued and not yet taken by the client; above ``high_water`` no new
     request starts, and the writer calls the session's ``room`` once it is back to its low mark.
@@ -607,7 +607,8 @@ class Session:
                 await asyncio.wait(pending, timeout=UNWIND_SECONDS)
         await self.tasks.close()  # nobody can poll them once the client has gone
         self.subscriptions.close_all()
-        listens = [e.task for e in self._in_flight.values()]
+        # (Only subscriptions: a handler that swallowed its cancellation above is not waited for.)
+        listens = [e.task for e in self._in_flight.values() if e.request.method == "subscriptions/listen"]
         if listens:
             await asyncio.gather(*listens, return_exceptions=True)
         await self.server.detach(self)  # no more change notifications; watch hooks hear what is left

@@ -1,4 +1,4 @@
-"""The stdio transport: a thin asyncio shell that moves bytes between two fds and a ``session.Session``.
+"""The stdio transport: a thin asyncio shell that moves bytes between two streams and a ``session.Session``.
 
 Spec: basic/transports/stdio (2026-07-28).
 
@@ -9,32 +9,36 @@ Theory of operation
   stderr instead of corrupting the message stream. Both are restored on exit, unless a
   synchronous handler is still running then: it could still print, so fd 1 stays on stderr.
   ``sys.stdout`` is a ``stderr.DivertedStdout`` meanwhile, so a print never blocks the loop.
-* **Any descriptors.** Pipes, sockets and TTYs are polled by the event loop and read and written
-  with plain non-blocking ``os.read``/``os.writev`` (no asyncio transport, no thread), so stdin
-  and stdout may even be one socket (inetd, systemd socket activation, ``socat``). Regular files
-  and ``/dev/null`` cannot be polled and never block, so they are read and written directly.
-* **Where the loop cannot poll them: two threads.** Windows' default (Proactor) event loop has no
-  ``add_reader``, and Windows has no non-blocking pipes. There, and whenever
-  ``MCP_REF_STDIO=threads`` (or ``run(stdio_mode="threads")``) forces it, stdin is read by a
-  small thread doing blocking reads, one chunk each time the loop asks, and stdout is written by
-  another taking one batch of the queue at a time (:mod:`mcp_ref._stdio_threads`). The loop keeps
-  every budget, the queue and its accounting, so framing, backpressure (the reader thread is not
-  asked for more while input is held; bytes stay counted as queued until the writer thread
-  reports them written), bounded memory, cancellation and shutdown are the same code and the same
-  guarantees. ``MCP_REF_STDIO`` is ``auto`` (the default: poll when the loop can, else threads),
-  ``poll`` or ``threads``; the choice is logged once at debug level. On Windows stdin and stdout
-  are switched to binary mode (no CRLF translation) first. Signals: ``loop.add_signal_handler``
-  where the loop has it; otherwise (and in the thread mode) ``signal.signal`` for SIGINT, SIGTERM,
-  SIGHUP and SIGBREAK, whichever exist, handing over with ``call_soon_threadsafe``.
+* **Two streams, one backend chosen once.** ``StdioSession.serve`` turns the two descriptors into
+  a ``streams.ReceiveStream`` and a ``streams.SendStream`` (``streams.open_fd_streams``) and knows
+  nothing more about them. Pipes, sockets and TTYs are polled by the event loop (stdin and stdout
+  may even be one socket: inetd, systemd socket activation, ``socat``); regular files and
+  ``/dev/null`` are read and written directly; where the loop cannot poll them (Windows' Proactor
+  loop; Windows has no non-blocking pipes), or when ``MCP_REF_STDIO=threads`` (or
+  ``run(stdio_mode="threads")``) forces it, two small threads do blocking reads and writes, one
+  chunk at a time, asked for by the loop. ``MCP_REF_STDIO`` is ``auto`` (the default: poll when
+  the loop can, else threads), ``poll`` or ``threads``; the choice is logged once at debug level.
+  Every budget, the output queue and its accounting stay on the loop, so framing, backpressure,
+  bounded memory, cancellation and shutdown are the same code whatever the backend. Tests give
+  ``StdioSession`` in-memory streams instead (``streams.MemoryInput``, ``streams.MemoryOutput``).
+  On Windows stdin and stdout are switched to binary mode (no CRLF translation) first.
+* **One loop under a TaskGroup.** ``serve`` runs the read loop (``_read``) as the one task of an
+  ``asyncio.TaskGroup`` and waits for the end: EOF (the loop returns), a signal (``stop``) or a
+  closed stdout. Then it cancels the loop, closes the input stream and shuts down.
 * **Reading is pulled, and bounded by bytes.** What is read goes to ``Session.receive_data``,
   which keeps the bytes, decides how many become requests (its budgets), and says whether to read
   more (``wants_input``): reading stops while it holds ``session.HELD_INPUT_BYTES`` (the kernel
   pipe fills and the client blocks), and starts again when the session says so
-  (``on_input_wanted``), which it does when a request ends or the output drains: nothing polls.
-* **Writing.** ``stdout._Output`` is the only writer of the protocol fd (its module docstring
+  (``on_input_wanted``), which it does when a request ends or the output drains: nothing polls,
+  and no timer runs. Each chunk is read in a turn of the loop of its own, so a flooding client
+  cannot starve the requests it started.
+* **Writing.** ``stdout._Output`` is the only writer of the protocol stream (its module docstring
   has the rules). A closed stdout (EPIPE, or the pipe's reader gone) ends the session: nothing
   more can be delivered, so nothing more is worth computing.
-* **Shutdown.** EOF on stdin, SIGTERM, SIGINT or SIGHUP stops reading. What was read is still
+* **Signals**: SIGTERM, SIGINT and SIGHUP (SIGBREAK on Windows) call ``stop``; through
+  ``loop.add_signal_handler`` where the loop has it, otherwise (and in the thread mode)
+  ``signal.signal``, handing over with ``call_soon_threadsafe``.
+* **Shutdown.** EOF on stdin, a signal or a closed stdout stops reading. What was read is still
   served: requests in flight and input held back get ``shutdown_grace_seconds``; what is still
   unfinished then is answered -32603 ("the server is shutting down") and cancelled, so every
   request read gets exactly one response unless the client cancelled it. Open subscriptions
@@ -42,10 +46,17 @@ Theory of operation
   ``flush_timeout_seconds``: a client that does not read cannot hold the process. A second
   signal skips what is left of both at once. None of these steps waits on a thread, so a busy
   synchronous handler never stops the server from reading a cancellation.
+* **Exit.** ``run_stdio`` returns 0 and the interpreter exits as usual, also when a synchronous
+  handler ignores ``ctx.cancelled`` (it runs on a daemon thread, ``handlerthreads``, which the
+  interpreter does not wait for). The one ``os._exit(0)``, after everything is flushed, is for a
+  handler task that swallowed its cancellation (see ``run_stdio``): no normal path reaches it.
 
 Cancel-safety: ``serve``, if cancelled, still runs the whole shutdown in its ``finally`` (and
 ``_shut_down`` awaits only cancel-safe steps: ``Session.serve_held_input``, ``Session.shutdown``,
-``_Output.close``). Everything else here is a plain callback that runs to completion on the loop.
+``_Output.close``). The read loop is cancelled only while it waits on an event, never between a
+chunk read and handed over; the streams' methods are plain functions, so nothing of theirs is
+ever interrupted. Everything else
+here is a plain callback that runs to completion on the loop.
 """
 
 from __future__ import annotations
@@ -55,16 +66,15 @@ import logging
 import math
 import os
 import signal
-import stat
 import sys
 import time
 from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from . import stderr
-from ._stdio_threads import ReaderThread
 from .outputbudget import DEFAULT_MAX_RESERVED_OUTPUT_BYTES
-from .stdout import _describe, _is_pollable, _make_blocking, _Output
 from .session import DEFAULT_MAX_CONCURRENCY, DEFAULT_MAX_IN_FLIGHT_BYTES, SHUTTING_DOWN, Session
+from .stdout import _Output
+from .streams import READ_CHUNK_BYTES, ReceiveStream, SendStream, describe, open_fd_streams
 from .wire import DEFAULT_MAX_LINE_BYTES
 
 if TYPE_CHECKING:
@@ -72,7 +82,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("mcp_ref")
 
-READ_CHUNK_BYTES = 256 * 1024
 DEFAULT_SHUTDOWN_GRACE_SECONDS = 5.0
 # After the grace period, how long queued output may take to reach a client that reads slowly.
 DEFAULT_FLUSH_TIMEOUT_SECONDS = 5.0
@@ -83,14 +92,19 @@ STDIO_MODES = ("auto", "poll", "threads")
 
 
 class StdioSession:
-    """Serves one server over a pair of file descriptors until input ends, a signal arrives, or
-    the client closes stdout: the I/O around one ``session.Session``, which keeps all the state."""
+    """Serves one server over a pair of byte streams until input ends, a signal arrives, or the
+    client closes stdout: the I/O around one ``session.Session``, which keeps all the state.
+
+    ``stdin`` and ``stdout`` are file descriptors (the backend is chosen in ``serve`` by
+    ``stdio_mode`` and what they are: ``streams.open_fd_streams``) or streams already made (a
+    test's ``streams.MemoryInput`` and ``streams.MemoryOutput``).
+    """
 
     def __init__(
         self,
         server: Server,
-        in_fd: int,
-        out_fd: int,
+        stdin: int | ReceiveStream,
+        stdout: int | SendStream,
         *,
         max_line_bytes: int = DEFAULT_MAX_LINE_BYTES,
         shutdown_grace_seconds: float = DEFAULT_SHUTDOWN_GRACE_SECONDS,
@@ -109,162 +123,100 @@ class StdioSession:
         for name, seconds in (("shutdown_grace_seconds", shutdown_grace_seconds), ("flush_timeout_seconds", flush_timeout_seconds)):
             _check_seconds(name, seconds)
         self.server = server
-        self._in_fd = in_fd
-        self._output = _Output(out_fd, on_lost=self._stdout_lost, on_room=self._room)
+        self._stdin, self._stdout = stdin, stdout
         self._grace = float(shutdown_grace_seconds)
         self._flush_timeout = float(flush_timeout_seconds)
         self._limits = {"max_concurrency": max_concurrency, "max_reserved_output_bytes": max_reserved_output_bytes,
                         "max_line_bytes": max_line_bytes, "max_in_flight_bytes": max_in_flight_bytes}
-        self.session: Session | None = None  # made by serve(), on the loop
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._done: asyncio.Event | None = None
-        self._in_pollable = False
-        self._reading = False  # a reader callback is registered on in_fd
-        self._read_more = True  # false once shutdown begins: no more input is read
-        self._file_reader: asyncio.Task[None] | None = None
-        self._input_wanted: asyncio.Event | None = None  # the file reader waits on it while input is held
         self.stdio_mode = stdio_mode  # "poll" or "threads" once serve() has chosen
-        self._reader_thread: ReaderThread | None = None  # the thread fallback's reader
-        self._thread_reading = False  # a chunk was asked of the reader thread and has not arrived
+        self.session: Session | None = None  # made by serve(), on the loop
+        self._output: _Output | None = None  # the single writer, made by serve()
+        self._done: asyncio.Event | None = None  # set by EOF, a signal or a lost stdout: shut down
+        self._input_wanted: asyncio.Event | None = None  # the read loop waits on it while input is held
         self.hard_stopped = False  # a second signal, or stdout lost: no waiting for anything
 
-    # --- input ------------------------------------------------------------------------------------
+    async def serve(self) -> None:
+        """Run until EOF, ``stop()`` or a closed stdout, then shut down (see the module docstring).
 
-    def feed(self, data: bytes) -> None:
-        """Bytes read from stdin."""
-        assert self.session is not None
-        if not self.session.receive_data(data):
-            self._update_reading()
+        Cancelling ``serve`` itself is treated like a signal: the shutdown (grace period, graceful
+        subscription closure, bounded flush) still runs, in the ``finally`` block.
+        """
+        loop = asyncio.get_running_loop()
+        self._done, self._input_wanted = asyncio.Event(), asyncio.Event()
+        reader, writer = self._open_streams(loop)
+        self._output = output = _Output(writer, on_lost=self._stdout_lost, on_room=self._room)
+        output.open(loop)
+        self.session = session = Session(self.server, output, **self._limits)
+        session.on_input_wanted = self._input_wanted.set
+        try:
+            async with asyncio.TaskGroup() as group:
+                reading = group.create_task(self._read(reader, session))
+                await self._done.wait()
+                reading.cancel()  # (it waits only on events: nothing read is lost)
+        finally:
+            reader.close()
+            await self._shut_down(loop, session, output)
 
-    def feed_eof(self) -> None:
-        """End of input: serve what was read, then shut down gracefully."""
-        session = self.session
-        assert session is not None
-        if session.reader.at_eof:
-            return
+    def _open_streams(self, loop: asyncio.AbstractEventLoop) -> tuple[ReceiveStream, SendStream]:
+        stdin, stdout = self._stdin, self._stdout
+        if not isinstance(stdin, int) or not isinstance(stdout, int):
+            assert not isinstance(stdin, int) and not isinstance(stdout, int), "two descriptors, or two streams"
+            return stdin, stdout
+        if self.stdio_mode == "auto":
+            self.stdio_mode = choose_stdio_mode(loop, stdin, "auto")
+        return open_fd_streams(stdin, stdout, threads=self.stdio_mode == "threads")
+
+    async def _read(self, reader: ReceiveStream, session: Session) -> None:
+        """The one loop: a chunk whenever the session wants one; at EOF, shut down.
+
+        It waits on events set by callbacks, never on a timer: ``wanted`` (the session's
+        ``on_input_wanted``: a request ended, the output drained) while the session holds enough
+        input (the stream is told to ``hold``), and the stream's readiness otherwise. Each turn
+        asks for the next readiness (``when_readable``) before it reads, so no readiness is
+        missed, nothing of ours runs between a read and the next wait, and each chunk is read in
+        a turn of its own: a flooding client cannot starve the requests it started. Never dies
+        silently: a failed read, or an unexpected error, is logged and taken as the end of input,
+        so what was read is still answered.
+        """
+        assert self._done is not None and self._input_wanted is not None
+        wanted = self._input_wanted
+        readable = reader.when_readable()
+        try:
+            while True:
+                if not session.wants_input:
+                    reader.hold()
+                    wanted.clear()
+                    if not session.wants_input:
+                        await wanted.wait()
+                    readable = reader.when_readable()
+                    continue
+                await readable.wait()
+                readable = reader.when_readable()
+                try:
+                    data = reader.receive_some(READ_CHUNK_BYTES)
+                except BlockingIOError:
+                    continue  # nothing yet: the new readiness will come
+                except OSError as exc:  # EIO from a hung-up terminal, ECONNRESET from a socket
+                    log.warning("reading stdin failed (%s): taking it as the end of input", describe(exc))
+                    data = b""
+                if not data:
+                    break
+                session.receive_data(data)
+        except Exception:
+            log.exception("internal error while reading stdin; taking it as the end of input")
         session.receive_eof()
-        self._update_reading()
-        if self._done is not None:
-            self._done.set()
+        self._done.set()
 
     def _room(self) -> None:
         """The output drained to its low-water mark: held input may go on."""
         if self.session is not None:
             self.session.room()
 
-    def _input_may_flow(self) -> None:
-        """The session holds less input than before: read again if it wants more."""
-        if self._input_wanted is not None:
-            self._input_wanted.set()
-        self._update_reading()
-
-    def _may_read(self) -> bool:
-        return self._read_more and self.session is not None and self.session.wants_input
-
-    def _start_reading(self) -> None:
-        if self.stdio_mode == "threads":
-            assert self._loop is not None
-            if stat.S_ISREG(os.fstat(self._in_fd).st_mode):
-                self._file_reader = self._loop.create_task(self._read_file())
-                return
-            _make_blocking(self._in_fd)
-            self._reader_thread = ReaderThread(os.dup(self._in_fd), self._loop, self._on_thread_data, chunk=READ_CHUNK_BYTES)
-            self._reader_thread.start()
-            self._update_reading()
-            return
-        self._in_pollable = _is_pollable(self._in_fd)
-        if self._in_pollable:
-            os.set_blocking(self._in_fd, False)
-            self._update_reading()
-        else:
-            assert self._loop is not None
-            self._file_reader = self._loop.create_task(self._read_file())
-
-    def _update_reading(self) -> None:
-        if self._reader_thread is not None:
-            if not self._read_more or self.session is None or self.session.reader.at_eof:
-                self._reader_thread.stop()
-            elif not self._thread_reading and self._may_read():
-                # One chunk at a time: the next is asked for only after this one is fed and
-                # only while the budgets allow, so a paused transport leaves the pipe unread.
-                self._thread_reading = True
-                self._reader_thread.request()
-            return
-        if not self._in_pollable or self._loop is None:
-            return
-        wanted = self._may_read()
-        if wanted and not self._reading:
-            self._loop.add_reader(self._in_fd, self._on_readable)
-            self._reading = True
-        elif not wanted and self._reading:
-            self._loop.remove_reader(self._in_fd)
-            self._reading = False
-
-    def _on_readable(self) -> None:
-        try:
-            data = os.read(self._in_fd, READ_CHUNK_BYTES)
-        except (BlockingIOError, InterruptedError):
-            return
-        except OSError as exc:  # EIO from a hung-up terminal, ECONNRESET from a socket
-            log.warning("reading stdin failed (%s): taking it as the end of input", _describe(exc))
-            data = b""
-        session = self.session
-        assert session is not None  # (reading starts once serve() made it)
-        if not data:
-            self.feed_eof()
-        elif not session.receive_data(data):  # (feed(data), inline: this is the per-read path)
-            self._update_reading()
-
-    def _on_thread_data(self, data: bytes | OSError) -> None:
-        """A chunk from the reader thread (``b""`` at EOF, or the error that ended reading)."""
-        self._thread_reading = False
-        if not self._read_more:
-            return  # shutdown began meanwhile: input is no longer read
-        if isinstance(data, OSError):
-            log.warning("reading stdin failed (%s): taking it as the end of input", _describe(data))
-            data = b""
-        if data:
-            self.feed(data)
-            self._update_reading()
-        else:
-            self.feed_eof()
-
-    async def _read_file(self) -> None:
-        """stdin is a regular file (or /dev/null): read it in chunks on the loop; it never blocks.
-
-        While the session holds enough input, it waits for the session to say it wants more (no
-        timer). Never dies silently: an unexpected error is logged and taken as the end of input,
-        so what was read is still answered and the server exits.
-        """
-        assert self.session is not None and self._input_wanted is not None
-        try:
-            while self._read_more and not self.session.reader.at_eof:
-                if not self._may_read():
-                    self._input_wanted.clear()
-                    if not self._may_read():
-                        await self._input_wanted.wait()
-                    continue
-                try:
-                    data = os.read(self._in_fd, READ_CHUNK_BYTES)
-                except OSError as exc:
-                    log.warning("reading stdin failed (%s): taking it as the end of input", _describe(exc))
-                    data = b""
-                if not data:
-                    self.feed_eof()
-                    return
-                self.feed(data)
-                await asyncio.sleep(0)  # let handlers run between chunks
-        except asyncio.CancelledError:
-            raise
-        except Exception:
-            log.exception("internal error while reading stdin; taking it as the end of input")
-            self.feed_eof()
-
     # --- ending --------------------------------------------------------------------------------
 
     def stop(self) -> None:
         """A signal: shut down gracefully; if already shutting down, stop waiting for anything."""
-        if self._done is None:
+        if self._done is None or self.session is None:
             return
         if not self._done.is_set():
             self._done.set()
@@ -275,10 +227,11 @@ class StdioSession:
         self._hard_stop(answer=True)
 
     def _hard_stop(self, *, answer: bool) -> None:
-        assert self._loop is not None and self.session is not None
+        session, output = self.session, self._output
+        assert session is not None and output is not None
         self.hard_stopped = True
-        self.session.cancel_in_flight(SHUTTING_DOWN if answer else None)
-        self._output.set_deadline(self._loop.time())
+        session.cancel_in_flight(SHUTTING_DOWN if answer else None)
+        output.set_deadline(session.loop.time())
 
     def _stdout_lost(self, exc: BaseException) -> None:
         """The client closed stdout: no answer can reach it, so stop everything now."""
@@ -291,58 +244,30 @@ class StdioSession:
         log.log(
             logging.WARNING if running else logging.INFO,
             "stdout was closed by the client (%s): cancelling %d request(s) in flight, reading no more input, and exiting",
-            _describe(exc),
+            describe(exc),
             running,
         )
-        self._read_more = False
-        self._update_reading()
         self._hard_stop(answer=False)  # answers could not be delivered
-        if self._done is not None:
-            self._done.set()
+        assert self._done is not None
+        self._done.set()  # (the read loop is cancelled: no more input)
 
-    async def serve(self) -> None:
-        """Run until EOF, ``stop()`` or a closed stdout, then shut down (see the module docstring).
-
-        Cancelling ``serve`` itself is treated like a signal: the shutdown (grace period, graceful
-        subscription closure, bounded flush) still runs, in the ``finally`` block.
-        """
-        self._loop = asyncio.get_running_loop()
-        self._done = asyncio.Event()
-        self._input_wanted = asyncio.Event()
-        if self.stdio_mode == "auto":
-            self.stdio_mode = choose_stdio_mode(self._loop, self._in_fd, "auto")
-        self._output.open(self._loop, threaded=self.stdio_mode == "threads")
-        self.session = Session(self.server, self._output, **self._limits)
-        self.session.on_input_wanted = self._input_may_flow
-        self._start_reading()
-        try:
-            await self._done.wait()
-        finally:
-            await self._shut_down()
-
-    async def _shut_down(self) -> None:
-        loop, session = self._loop, self.session
-        assert loop is not None and session is not None
+    async def _shut_down(self, loop: asyncio.AbstractEventLoop, session: Session, output: _Output) -> None:
         grace = 0.0 if self.hard_stopped else self._grace
         grace_ends = loop.time() + grace
         log.info("shutting down: reading no more input; what was read gets %.1f s to finish", grace)
-        self._output.set_deadline(grace_ends + self._flush_timeout)
-        self._read_more = False
-        self._update_reading()
-        if self._file_reader is not None:
-            self._file_reader.cancel()
+        output.set_deadline(grace_ends + self._flush_timeout)
         # No answer to a request we sent the client can arrive any more: stop waiting for one.
         session.outgoing.close("the server stopped reading input (end of input or shutdown)")
         # 1. Input already read (held back by the budgets, say) is still served in the grace period.
         await session.serve_held_input(grace_ends)
         # 2. Requests read but never started get their error now.
-        if not self._output.lost:
+        if not output.lost:
             session.refuse_held_input()
         # 3. In-flight work: the rest of the grace period, then an error answer and cancellation;
         #    subscriptions end gracefully.
         await session.shutdown(max(0.0, grace_ends - loop.time()))
         # 4. Output goes out until the flush deadline, no longer.
-        await self._output.close()
+        await output.close()
         self.server.close()
 
 
@@ -581,7 +506,14 @@ def _stop_stray_tasks(loop: asyncio.AbstractEventLoop) -> int:
 def run_stdio(server: Server, **options: Any) -> int:
     """Blocking entry point for console scripts: configure stderr logging, serve, return 0.
 
-    Explicit ``options`` win over ``MCP_REF_*`` environment variables.
+    Explicit ``options`` win over ``MCP_REF_*`` environment variables. Every normal way of ending
+    (EOF, signals, a closed stdout) returns 0 from here and the interpreter exits as usual. So does
+    a synchronous handler that ignores ``ctx.cancelled``: it gets a moment, then is left on its
+    daemon thread (``handlerthreads``), which the interpreter does not wait for. One case ends the
+    process with ``os._exit(0)``, once everything the client can see is flushed: a handler task
+    that swallowed its cancellation. ``asyncio.run`` would wait for it forever, and any normal exit
+    would resume it once more (the interpreter closes a coroutine it destroys, running its
+    handlers on a closed loop, and logs the task as destroyed while pending).
     """
     configure_logging()
     loop = asyncio.new_event_loop()
@@ -593,22 +525,15 @@ def run_stdio(server: Server, **options: Any) -> int:
     finally:
         asyncio.set_event_loop(None)
         loop.close()
-    if stray:
-        # A handler swallowed its cancellation (asyncio.run would wait for it forever). Everything
-        # the client can see is flushed already, so leave now.
-        log.warning("exiting with %d handler task(s) that ignored their cancellation", stray)
-        logging.shutdown()
-        os._exit(0)
     # Cancelled synchronous handlers see ctx.cancelled and usually stop within moments (not
     # waited for after a second signal or a closed stdout: nothing waits then).
     deadline = time.monotonic() + (0.0 if session.hard_stopped else SYNC_HANDLER_EXIT_WAIT_SECONDS)
     while server.busy_handler_threads and time.monotonic() < deadline:
         time.sleep(0.01)
     if server.busy_handler_threads:
-        # Worker threads are joined at interpreter exit; a synchronous handler that ignores
-        # ctx.cancelled would hold the process long after the client is gone. Everything the
-        # client can see is flushed already, so leave now.
         log.warning("exiting with %d synchronous handler(s) still running", server.busy_handler_threads)
+    if stray:
+        log.warning("exiting with %d handler task(s) that ignored their cancellation", stray)
         logging.shutdown()
         os._exit(0)
     return 0

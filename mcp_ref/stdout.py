@@ -15,11 +15,13 @@ request's progress and log notifications are optional (``write_optional``): abov
 ``OPTIONAL_OUTPUT_LIMIT`` queued bytes they are shed, and counted in the log. A closed stdout
 (EPIPE, or the pipe's reader gone) calls ``on_lost``: nothing more can be delivered.
 
-Three backends, one set of budgets: a pollable fd (pipe, socket, TTY) is written with
-non-blocking ``os.writev`` when the loop says it has room; a regular file or ``/dev/null`` takes
-plain blocking ``os.write`` (it never blocks); the thread fallback (``_stdio_threads.WriterThread``)
-takes one batch of the queue at a time and reports each write back, so its bytes stay counted as
-queued until they are written.
+It writes to a ``streams.SendStream`` (a polled pipe or socket, a regular file, a writer thread,
+or a test's memory) and knows no more of it: ``send_some`` takes what fits now (for a polled
+descriptor it is ``os.writev`` itself, so the steady-state write path is ``write_parts`` ->
+``drain`` -> ``_flush``, three functions here), ``want_writable`` asks to be called back when
+more fits, ``on_broken`` is a closed stdout. Bytes count as queued until the stream has taken
+them; the thread backend's writer thread holds at most one pipe buffer's worth
+(``streams.THREAD_WRITE_BYTES``) beyond that, and ``close`` waits for it as for the queue.
 
 Cancel-safety: ``drain`` and ``close`` only stop *waiting* when cancelled (what was queued stays
 queued; a cancelled ``close`` still closes the output). Everything else is a plain function.
@@ -28,16 +30,13 @@ queued; a cancelled ``close`` still closes the output). Everything else is a pla
 from __future__ import annotations
 
 import asyncio
-import errno
 import itertools
 import logging
 import os
-import selectors
-import stat
 from collections import deque
 from typing import Callable, Sequence
 
-from ._stdio_threads import WriterThread
+from .streams import SendStream
 
 log = logging.getLogger("mcp_ref")
 
@@ -49,33 +48,9 @@ WRITE_LOW_WATER = 256 * 1024
 OPTIONAL_OUTPUT_LIMIT = 4 * 1024 * 1024
 # os.writev takes at most this many buffers at once.
 _IOV_MAX = os.sysconf("SC_IOV_MAX") if hasattr(os, "sysconf") else 1024
-# The thread fallback hands its writer thread at most this much of the queue at once.
-WRITER_BATCH_BYTES = 1024 * 1024
-# Past the flush deadline, how long the writer thread still gets for what is queued (the polled
+# Past the flush deadline, how long the writer thread still gets for the chunk it holds (the polled
 # path makes one last write that cannot block instead).
 LAST_WRITE_SECONDS = 0.25
-
-def _is_pollable(fd: int) -> bool:
-    """Can the event loop wait on this fd? Pipes, sockets and TTYs: yes. Regular files and
-    /dev/null: no (epoll refuses them), so those are read and written with plain os calls."""
-    if stat.S_ISREG(os.fstat(fd).st_mode):
-        return False
-    selector = selectors.DefaultSelector()
-    try:
-        selector.register(fd, selectors.EVENT_READ)
-    except (OSError, ValueError):
-        return False
-    finally:
-        selector.close()
-    return True
-
-
-def _describe(exc: BaseException) -> str:
-    """An OSError as "EPIPE: Broken pipe" (its str() may be empty)."""
-    number = getattr(exc, "errno", None)
-    name = errno.errorcode.get(number, "") if number else ""
-    text = os.strerror(number) if number else (str(exc) or type(exc).__name__)
-    return f"{name}: {text}" if name else text
 
 
 class _Output:
@@ -87,16 +62,14 @@ class _Output:
     ``close`` flushes until that deadline and drops the rest.
     """
 
-    def __init__(self, fd: int, *, on_lost: Callable[[BaseException], None], on_room: Callable[[], None]) -> None:
-        self._fd = fd
+    def __init__(self, stream: SendStream, *, on_lost: Callable[[BaseException], None], on_room: Callable[[], None]) -> None:
+        self._stream = stream
+        self._send_some = stream.send_some
         self._on_lost = on_lost
         self._on_room = on_room  # the queue fell to the low-water mark: input may flow again
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._queued = False  # lines are queued (polled fd, or the writer thread); else written at once
-        self._writer: WriterThread | None = None  # the thread fallback's writer
-        self._watching_fifo = False
         self._queue: deque[bytes | memoryview] = deque()
-        self.buffered = 0  # bytes queued, not yet taken by the OS
+        self.buffered = 0  # bytes queued, not yet taken by the stream
         self.high_water = WRITE_HIGH_WATER  # above it the session starts no new request (Output)
         self._flush_scheduled = False
         self._waiting_writable = False
@@ -109,33 +82,14 @@ class _Output:
         self._closed = False
         self._shedding = False
         self.shed = 0  # optional notifications dropped while the client was not reading
-        # when_written: bytes ever queued and ever taken by the OS, and (mark, callback) in order.
+        # when_written: bytes ever queued and ever taken by the stream, and (mark, callback) in order.
         self._queued_total = 0
         self._sent_total = 0
         self._written_waiters: deque[tuple[int, Callable[[], None]]] = deque()
 
-    def open(self, loop: asyncio.AbstractEventLoop, *, threaded: bool = False) -> None:
+    def open(self, loop: asyncio.AbstractEventLoop) -> None:
         self._loop = loop
-        if threaded:
-            if stat.S_ISREG(os.fstat(self._fd).st_mode):
-                return  # plain os.write: a regular file takes writes without blocking
-            _make_blocking(self._fd)
-            # The thread owns its own duplicate (see _stdio_threads, "Each thread owns its descriptor").
-            self._writer = WriterThread(
-                os.dup(self._fd), loop, on_taken=self._taken, on_batch_done=self._batch_done, on_error=self._lose
-            )
-            self._writer.start()
-            self._queued = True
-            return
-        self._queued = _is_pollable(self._fd)
-        if not self._queued:
-            return  # plain os.write: regular files and /dev/null take writes without blocking
-        os.set_blocking(self._fd, False)
-        if stat.S_ISFIFO(os.fstat(self._fd).st_mode):
-            # The write end of a pipe polls readable only when its reader has gone: notice that
-            # at once, not at the next write. (Not for a socket: it may be stdin as well.)
-            loop.add_reader(self._fd, self._reader_gone)
-            self._watching_fifo = True
+        self._stream.start(loop, self._flush, self._lose)
 
     @property
     def congested(self) -> bool:
@@ -156,11 +110,6 @@ class _Output:
         ``write`` does: they leave in the same ``writev``, never joined into one more copy (an
         8 MiB image is 11 MiB of base64 that would be copied once more)."""
         if self.lost or self._closed:
-            return
-        if not self._queued:
-            for part in parts:
-                if not self.lost:
-                    self._write_blocking(part)
             return
         self._queue.extend(parts)
         size = sum(map(len, parts))
@@ -224,21 +173,15 @@ class _Output:
         Cancel-safe: if cancelled, the output is closed all the same (nothing more is written).
         """
         try:
-            if self._queued and not self.lost:
-                self._flush()
-                if self._pending() and not self.expired:
-                    assert self._loop is not None
-                    self._flushed = self._loop.create_future()
-                    await asyncio.shield(self._flushed)
-                elif self._pending() and self._writer is not None:
-                    # Past the deadline the polled path still made one write that cannot block
-                    # (_flush above). The writer thread cannot be asked for that: give it a
-                    # moment, bounded, to finish its batch and take what is queued behind it
-                    # (the -32603s of a second signal, say).
+            if not self.lost:
+                self._flush()  # past the deadline too: one last write that cannot block
+                if self._pending() and not (self.expired and not self._stream.holding):
+                    # Until the deadline; past it, a writer thread still gets a moment, bounded,
+                    # for the chunk it holds and what is queued behind it (a second signal's -32603s).
                     assert self._loop is not None
                     self._flushed = self._loop.create_future()
                     try:
-                        await asyncio.wait_for(asyncio.shield(self._flushed), LAST_WRITE_SECONDS)
+                        await asyncio.wait_for(asyncio.shield(self._flushed), LAST_WRITE_SECONDS if self.expired else None)
                     except TimeoutError:
                         pass
             if self._pending() and not self.lost:
@@ -251,30 +194,19 @@ class _Output:
 
     # --- internals -------------------------------------------------------------------------
 
-    def _write_blocking(self, line: bytes) -> None:
-        try:
-            view = memoryview(line)
-            while view:
-                view = view[os.write(self._fd, view) :]
-        except OSError as exc:
-            self._lose(exc)
-
     def _pending(self) -> bool:
-        """Is output queued, or handed to the writer thread and not all written yet?"""
-        return bool(self._queue) or (self._writer is not None and self._writer.busy)
+        """Is output queued, or held by the stream (a writer thread's chunk)?"""
+        return bool(self._queue) or self._stream.holding
 
     def _flush(self) -> None:
-        """Hand the OS as much of the queue as it takes now; watch for room if some is left."""
+        """Hand the stream as much of the queue as it takes now; ask for room if some is left."""
         self._flush_scheduled = False
-        if self._writer is not None:
-            self._hand_over()
-            return
         queue = self._queue
-        while queue and not self.lost:
+        while queue and not self.lost and not self._closed:
             batch = list(queue) if len(queue) <= _IOV_MAX else list(itertools.islice(queue, _IOV_MAX))
             offered = sum(map(len, batch))
             try:
-                written = os.writev(self._fd, batch)
+                written = self._send_some(batch)
             except BlockingIOError:
                 break
             except OSError as exc:
@@ -292,8 +224,9 @@ class _Output:
                     queue[0] = memoryview(head)[taken:]
                     taken = 0
             if written < offered:
-                break  # the pipe is full
-        self._watch_writable(bool(queue) and not self.lost)
+                break  # the stream is full
+        # (A writer thread's chunk counts: its end calls _flush, which may finish close().)
+        self._watch_writable((bool(queue) or self._stream.holding) and not self.lost and not self._closed)
         self._progress()
 
     def _progress(self) -> None:
@@ -314,54 +247,13 @@ class _Output:
         if not self._pending() and self._flushed is not None and not self._flushed.done():
             self._flushed.set_result(None)
 
-    # The thread fallback: the writer thread takes one batch of the queue at a time. Its bytes stay
-    # counted in ``buffered`` until it reports them written, so every budget sees the same numbers
-    # as on the polled path. ``_waiting_writable`` is true while a batch is out (no flush is
-    # scheduled then; the end of the batch hands over the next one).
-
-    def _hand_over(self) -> None:
-        writer = self._writer
-        assert writer is not None
-        if writer.busy or self.lost or self._closed or not self._queue:
-            self._progress()
-            return
-        batch: list[bytes | memoryview] = []
-        size = 0
-        while self._queue and size < WRITER_BATCH_BYTES:
-            line = self._queue.popleft()
-            batch.append(line)
-            size += len(line)
-        self._waiting_writable = True
-        writer.submit(batch)
-
-    def _taken(self, written: int) -> None:
-        if self.lost or self._closed:
-            return
-        self.buffered -= written
-        self._sent_total += written
-        self._progress()
-
-    def _batch_done(self) -> None:
-        if self.lost or self._closed or self._writer is None:
-            return
-        self._writer.busy = False
-        self._waiting_writable = False
-        self._hand_over()
-
     def _watch_writable(self, wanted: bool) -> None:
-        assert self._loop is not None
-        if wanted and not self._waiting_writable:
-            self._loop.add_writer(self._fd, self._flush)
-            self._waiting_writable = True
-        elif not wanted and self._waiting_writable:
-            self._loop.remove_writer(self._fd)
-            self._waiting_writable = False
-
-    def _reader_gone(self) -> None:
-        self._lose(BrokenPipeError(errno.EPIPE, os.strerror(errno.EPIPE)))
+        if wanted != self._waiting_writable:
+            self._waiting_writable = wanted
+            self._stream.want_writable(wanted)
 
     def _lose(self, exc: BaseException) -> None:
-        if self.lost:
+        if self.lost or self._closed:
             return
         self.lost = True
         self._queue.clear()
@@ -384,16 +276,8 @@ class _Output:
             self._call_written(everything=True)
 
     def _stop_watching(self) -> None:
-        if self._writer is not None:
-            self._writer.stop()  # after its current write, if any; it then closes its descriptor
-            self._waiting_writable = False
-            return
-        if self._loop is None or self._loop.is_closed():
-            return
-        self._watch_writable(False)
-        if self._watching_fifo:
-            self._loop.remove_reader(self._fd)
-            self._watching_fifo = False
+        self._waiting_writable = False
+        self._stream.close()
 
     def _shut(self) -> None:
         self._closed = True
@@ -403,12 +287,3 @@ class _Output:
         self._stop_watching()
         if self._deadline_timer is not None:
             self._deadline_timer.cancel()
-
-
-def _make_blocking(fd: int) -> None:
-    """The thread fallback does blocking I/O: undo a non-blocking flag inherited with the fd."""
-    try:
-        if hasattr(os, "get_blocking") and not os.get_blocking(fd):
-            os.set_blocking(fd, True)
-    except OSError:
-        pass

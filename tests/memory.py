@@ -264,6 +264,19 @@ class MemoryClient:
         self.collect()
 
 
+def gated_server(name: str = "gated") -> tuple[Server, asyncio.Event]:
+    """A server whose one tool, ``wait``, ends when the event is set."""
+    server = Server(name, "1.0")
+    release = asyncio.Event()
+
+    @server.tool()
+    async def wait(ctx: Any, args: dict[str, Any]) -> str:
+        await release.wait()
+        return "done"
+
+    return server, release
+
+
 async def until(condition: Any, timeout: float = DEFAULT_TIMEOUT) -> None:
     """Let the loop run until ``condition()`` holds (at most ``timeout`` s): for a state of the
     dispatcher, the server or a handler that no message shows."""

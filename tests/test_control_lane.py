@@ -11,15 +11,13 @@ and that a lane request takes no concurrency slot.
 
 from __future__ import annotations
 
-import asyncio
 from typing import Any, Iterator
 
 import pytest
 
-from mcp_ref import RequestContext, Server
 from mcp_ref.control import CONTROL_LANE, CONTROL_LANE_LIMIT, OVERTAKING_PATTERN
 from mcp_ref.wire import AHEAD_MAX_BYTES, Notification, Request, WireReader
-from tests.memory import serve
+from tests.memory import gated_server, serve
 from tests.wire import ServerProcess, cancel, encode_line, is_response, long_call, modern_request, notification, tool_call
 
 MODULE = "tests.servers.hardening_server"
@@ -155,19 +153,6 @@ def test_a_request_taken_ahead_carries_its_cost() -> None:
     reader = held_reader(modern_request(1, "tools/list"))
     (taken,) = reader.take_ahead(PATTERN, lambda event: True)
     assert taken.cost > 0
-
-
-def gated_server() -> tuple[Server, asyncio.Event]:
-    """A server whose one tool, ``wait``, ends when the event is set."""
-    server = Server("lane", "1.0")
-    release = asyncio.Event()
-
-    @server.tool()
-    async def wait(ctx: RequestContext, args: dict[str, Any]) -> str:
-        await release.wait()
-        return "done"
-
-    return server, release
 
 
 async def test_may_overtake_admits_the_lane_until_it_is_full_and_cancellations_only_of_requests_in_flight() -> None:

@@ -11,7 +11,8 @@ import pytest
 
 from mcp_ref import Server
 from mcp_ref.outputbudget import OutputBudget
-from mcp_ref.stdio import _Output
+from mcp_ref.stdout import _Output
+from mcp_ref.streams import PolledWriter
 from tests.memory import serve
 
 
@@ -146,7 +147,7 @@ async def test_a_cancelled_request_gives_back_its_reservation() -> None:
 async def test_the_stdio_output_calls_back_once_a_line_has_left_the_pipe() -> None:
     read_end, write_end = os.pipe()
     os.set_blocking(read_end, False)
-    output = _Output(write_end, on_lost=lambda exc: None, on_room=lambda: None)
+    output = _Output(PolledWriter(write_end), on_lost=lambda exc: None, on_room=lambda: None)
     output.open(asyncio.get_running_loop())
     try:
         left: list[str] = []

@@ -18,6 +18,7 @@ from mcp_ref.meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION
 from mcp_ref.session import Session
 from mcp_ref.versions import MODERN_VERSION
 from mcp_ref.watch import WatchSet
+from tests.memory import gated_server
 
 META = {PROTOCOL_VERSION: MODERN_VERSION, CLIENT_CAPABILITIES: {}}
 
@@ -57,18 +58,6 @@ class Lines:
 def line(request_id: Any, method: str, params: dict[str, Any] | None = None) -> bytes:
     message = {"jsonrpc": "2.0", "id": request_id, "method": method, "params": {**(params or {}), "_meta": META}}
     return json.dumps(message).encode() + b"\n"
-
-
-def gated_server() -> tuple[Server, asyncio.Event]:
-    server = Server("bytes", "1.0")
-    gate = asyncio.Event()
-
-    @server.tool()
-    async def wait(ctx: Any, args: dict[str, Any]) -> str:
-        await gate.wait()
-        return "done"
-
-    return server, gate
 
 
 async def test_a_request_split_across_reads_is_answered_with_one_line() -> None:

@@ -194,7 +194,8 @@ def test_a_line_given_in_parts_is_written_whole_and_in_order(kind: str, tmp_path
     # file), the parts go out in order, as one line, before what was queued after them.
     if kind == "poll" and sys.platform == "win32":
         pytest.skip("Windows has no non-blocking pipes")
-    from mcp_ref.stdio import _Output
+    from mcp_ref.stdout import _Output
+    from mcp_ref.streams import FileWriter, PolledWriter, SendStream, ThreadWriter
 
     big = b"b" * 300_000  # several pipe buffers: written over several rounds
     expected = b'{"a":"' + big + b'"}\n' + b'{"n":1}\n'
@@ -213,10 +214,11 @@ def test_a_line_given_in_parts_is_written_whole_and_in_order(kind: str, tmp_path
         collector = threading.Thread(target=drain, daemon=True)
         collector.start()
     lost: list[BaseException] = []
-    output = _Output(write_fd, on_lost=lost.append, on_room=lambda: None)
+    stream: SendStream = {"poll": PolledWriter, "threads": ThreadWriter, "file": FileWriter}[kind](write_fd)
+    output = _Output(stream, on_lost=lost.append, on_room=lambda: None)
 
     async def write() -> None:
-        output.open(loop, threaded=kind == "threads")
+        output.open(loop)
         output.write_parts([b'{"a":"', big, b'"}\n'])
         output.write(b'{"n":1}\n')
         output.set_deadline(loop.time() + 10)

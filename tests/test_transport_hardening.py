@@ -16,6 +16,7 @@ import select
 import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Any, Iterable, Iterator
@@ -291,6 +292,48 @@ def test_sighup_ends_the_session_as_gracefully_as_sigterm(spawn: Spawn) -> None:
     answers = [m for m in server.read_until_eof() if is_response(m)]
     assert [result_text(m) for m in answers] == ["finished 3 steps"]
     server.assert_exit(0)
+
+
+# Two handlers that ignore their cancellation: a coroutine that swallows it, and a plain function
+# that never looks at ctx.cancelled. The atexit marker shows the interpreter ended normally; only
+# the swallowed cancellation ends it with os._exit (see run_stdio), which skips atexit.
+STUBBORN_SERVER = """
+import asyncio, atexit, sys, time
+from mcp_ref import Server
+atexit.register(lambda: sys.stderr.write("ATEXIT-RAN\\n"))
+server = Server("stubborn", "1.0")
+@server.tool()
+async def swallows(ctx, args):
+    while True:
+        try:
+            await asyncio.sleep(60)
+        except asyncio.CancelledError:
+            pass
+@server.tool()
+def spins(ctx, args):
+    time.sleep(60)
+sys.exit(server.run(shutdown_grace_seconds=0.1))
+"""
+
+
+@pytest.mark.req("STDIO-SHUTDOWN-BOUNDED", "STDIO-EXIT-ON-EOF")
+@pytest.mark.parametrize("tool", ["swallows", "spins"])
+def test_a_handler_that_ignores_its_cancellation_does_not_hold_the_exit(
+    spawn: Spawn, tool: str
+) -> None:
+    server = spawn([sys.executable, "-c", STUBBORN_SERVER])
+    server.send(tool_call(1, tool))
+    server.request(modern_request(2, "server/discover"))  # read after the call: the call has started
+    started = time.monotonic()
+    server.close_stdin()
+    assert [m["error"]["code"] for m in server.read_until_eof(timeout=20)] == [-32603]  # "shutting down"
+    server.assert_exit(0, timeout=20)
+    assert time.monotonic() - started < 10  # the handler would run 60 s
+    stderr = server.stderr_text()
+    kind = "handler task(s) that ignored their cancellation" if tool == "swallows" else "synchronous handler(s) still running"
+    assert f"exiting with 1 {kind}" in stderr, stderr
+    assert ("ATEXIT-RAN" in stderr) is (tool == "spins"), stderr
+    assert "Traceback" not in stderr and "destroyed" not in stderr, stderr
 
 
 @pytest.mark.req("STDIO-STDOUT-ONLY-MESSAGES")
