@@ -169,33 +169,33 @@ class StdioSession:
     async def _read(self, reader: ReceiveStream, session: Session) -> None:
         """The one loop: a chunk whenever the session wants one; at EOF, shut down.
 
-        It waits on two events, both set by callbacks, never by a timer: ``wanted`` (the
-        session's ``on_input_wanted``: a request ended, the output drained) while the session
-        holds enough input, and ``readable`` (the stream's one-shot ``on_readable``) otherwise.
-        Each turn asks the stream again (``when_readable``) before it reads, so no readiness is
+        It waits on events set by callbacks, never on a timer: ``wanted`` (the session's
+        ``on_input_wanted``: a request ended, the output drained) while the session holds enough
+        input (the stream is told to ``hold``), and the stream's readiness otherwise. Each turn
+        asks for the next readiness (``when_readable``) before it reads, so no readiness is
         missed, nothing of ours runs between a read and the next wait, and each chunk is read in
         a turn of its own: a flooding client cannot starve the requests it started. Never dies
-        silently: a failed read, or an unexpected error, is logged and taken as the end of
-        input, so what was read is still answered.
+        silently: a failed read, or an unexpected error, is logged and taken as the end of input,
+        so what was read is still answered.
         """
         assert self._done is not None and self._input_wanted is not None
-        readable, wanted = asyncio.Event(), self._input_wanted
-        reader.start(asyncio.get_running_loop(), readable.set)
-        readable.set()  # (look at once)
+        wanted = self._input_wanted
+        readable = reader.when_readable()
         try:
             while True:
                 if not session.wants_input:
+                    reader.hold()
                     wanted.clear()
                     if not session.wants_input:
                         await wanted.wait()
+                    readable = reader.when_readable()
                     continue
                 await readable.wait()
-                readable.clear()
-                reader.when_readable()
+                readable = reader.when_readable()
                 try:
                     data = reader.receive_some(READ_CHUNK_BYTES)
                 except BlockingIOError:
-                    continue  # nothing yet: on_readable will come
+                    continue  # nothing yet: the new readiness will come
                 except OSError as exc:  # EIO from a hung-up terminal, ECONNRESET from a socket
                     log.warning("reading stdin failed (%s): taking it as the end of input", describe(exc))
                     data = b""

@@ -27,8 +27,8 @@ The contract, the same for every backend (what the shell relies on):
 
 * **Nothing to cancel.** Every method is a plain function that returns at once, shaped like
   ``os.read`` and ``os.writev`` on a non-blocking descriptor: ``receive_some`` and ``send_some``
-  raise ``BlockingIOError`` when they can do nothing now, and the caller waits for the
-  ``on_readable`` or ``on_writable`` callback. So no bytes are ever lost to a cancellation (the
+  raise ``BlockingIOError`` when they can do nothing now, and the caller waits for the event of
+  ``when_readable`` or the ``on_writable`` callback. So no bytes are ever lost to a cancellation (the
   caller's waits are all it can cancel), and for a polled descriptor the read and the write are
   one C call each.
 * **EOF has one meaning**: ``receive_some`` returns ``b""`` when, and only when, the peer ended
@@ -41,9 +41,10 @@ The contract, the same for every backend (what the shell relies on):
 * **Backpressure is pull on both sides.** Bytes are read only inside ``receive_some``, so while
   the session holds input nothing is read and the client blocks on a full pipe; a writer takes
   only what fits now (``send_some``) and says when it has room again (``want_writable``).
-* **Readiness to read is one-shot** (``when_readable``: one ``on_readable`` per call): a stream
-  nobody reads calls nothing, and no stale callback follows the read that took the bytes, so
-  nothing of the shell runs between a request's read and its answer's write.
+* **Readiness to read is a new event each time** (``when_readable``), asked for before each
+  read: a readiness seen before that read sets an older event nobody waits on, so nothing of the
+  shell runs between a request's read and its answer's write. While the session holds input the
+  shell says so (``hold``), and the stream stops watching: a stream nobody reads costs nothing.
 """
 
 from __future__ import annotations
@@ -59,8 +60,10 @@ from typing import Callable, Protocol, Sequence, Union
 from ._stdio_threads import ReaderThread, WriterThread
 
 Buffer = Union[bytes, memoryview]
-# The most the shell reads at once (and what the reader thread reads per ask).
-READ_CHUNK_BYTES = 256 * 1024
+# The most the shell reads at once (and what the reader thread reads per ask): what a pipe holds.
+# Below glibc's mmap threshold (128 KiB), so each read's buffer comes from the heap: with 256 KiB,
+# every read of a small request cost an mmap, an mremap and a munmap (measured with strace).
+READ_CHUNK_BYTES = 64 * 1024
 # One chunk handed to the writer thread at a time: what a pipe's kernel buffer holds, so the
 # thread backend's bytes in transit are bounded as the polled backend's are.
 THREAD_WRITE_BYTES = 64 * 1024
@@ -74,23 +77,24 @@ class ReceiveStream(Protocol):
     def receive_some(self, max_bytes: int, /) -> bytes:
         """Take between 1 and ``max_bytes`` bytes that are there now, without waiting; ``b""`` at
         the end of input (only then). Raises ``BlockingIOError`` when nothing is there now (wait
-        for ``on_readable``, see ``when_readable``), any other ``OSError`` when the stream broke.
+        for the event of ``when_readable``), any other ``OSError`` when the stream broke.
         A plain function, so nothing to cancel (for the polled backend it is ``os.read`` itself).
         Not called again after ``b""``, a broken error, or ``close``."""
         ...
 
-    def start(self, loop: asyncio.AbstractEventLoop, on_readable: Callable[[], None]) -> None:
-        """Begin: ``on_readable()`` is called on ``loop`` (see ``when_readable``)."""
+    def when_readable(self) -> asyncio.Event:
+        """A new event, set once input may be there (at once if it is already). Only the newest
+        one counts: an older one may still be set, late, and nobody waits on it. (Called on the
+        event loop; it starts watching again after ``hold``.)"""
         ...
 
-    def when_readable(self) -> None:
-        """Call ``on_readable`` once, when input may be there (soon, if it is already): one call
-        for each ``when_readable``. One-shot, so a stream nobody reads calls nothing: while the
-        session holds input the bytes stay with the peer, whose writes then block."""
+    def hold(self) -> None:
+        """Nobody reads for now (the session holds enough input): stop watching until the next
+        ``when_readable``, so the bytes stay with the peer, whose writes then block."""
         ...
 
     def close(self) -> None:
-        """Read no more: stop watching, release what the stream owns; no callback follows."""
+        """Read no more: stop watching, release what the stream owns; no event is set after it."""
         ...
 
 
@@ -177,34 +181,34 @@ def open_fd_streams(in_fd: int, out_fd: int, *, threads: bool) -> tuple[ReceiveS
 
 
 class PolledReader:
-    """A pipe, socket or TTY, read with non-blocking ``os.read`` when the loop says it is readable."""
+    """A pipe, socket or TTY, read with non-blocking ``os.read`` when the loop says it is readable.
+
+    The descriptor stays registered with the loop from one ``when_readable`` to the next (only
+    the event it sets changes, which costs no system call), until ``hold`` or ``close``.
+    """
 
     def __init__(self, fd: int) -> None:
         os.set_blocking(fd, False)
         self._fd = fd
         self.receive_some = functools.partial(os.read, fd)  # the read path: one C call
         self._loop: asyncio.AbstractEventLoop | None = None
-        self._on_readable: Callable[[], None] = _nothing
         self._watching = False
 
-    def start(self, loop: asyncio.AbstractEventLoop, on_readable: Callable[[], None]) -> None:
-        self._loop, self._on_readable = loop, on_readable
+    def when_readable(self) -> asyncio.Event:
+        if self._loop is None:
+            self._loop = asyncio.get_running_loop()
+        readable = asyncio.Event()
+        self._loop.add_reader(self._fd, readable.set)
+        self._watching = True
+        return readable
 
-    def when_readable(self) -> None:
-        assert self._loop is not None
-        if not self._watching:
-            self._loop.add_reader(self._fd, self._readable)
-            self._watching = True
-
-    def _readable(self) -> None:
-        # One-shot: no second call for bytes not read yet (so none after the read that takes them).
-        self.close()
-        self._on_readable()
-
-    def close(self) -> None:
+    def hold(self) -> None:
         if self._watching and self._loop is not None and not self._loop.is_closed():
             self._loop.remove_reader(self._fd)
         self._watching = False
+
+    def close(self) -> None:
+        self.hold()
 
 
 class PolledWriter:
@@ -264,15 +268,14 @@ class FileReader:
     def __init__(self, fd: int) -> None:
         self._fd = fd
         self.receive_some = functools.partial(os.read, fd)
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._on_readable: Callable[[], None] = _nothing
 
-    def start(self, loop: asyncio.AbstractEventLoop, on_readable: Callable[[], None]) -> None:
-        self._loop, self._on_readable = loop, on_readable
+    def when_readable(self) -> asyncio.Event:
+        readable = asyncio.Event()
+        readable.set()
+        return readable
 
-    def when_readable(self) -> None:
-        assert self._loop is not None
-        self._loop.call_soon(self._on_readable)
+    def hold(self) -> None:
+        pass
 
     def close(self) -> None:
         pass
@@ -314,9 +317,9 @@ class FileWriter:
 
 class ThreadReader:
     """Blocking reads on a daemon thread (``_stdio_threads``): ``when_readable`` asks the thread
-    for a chunk (unless one is there already), its arrival calls ``on_readable``, and
-    ``receive_some`` returns it. So the thread reads one chunk per ask, only while the loop asks,
-    and the loop asks only while the session wants input. A thread blocked in a read at the end
+    for a chunk (unless one is there already, or asked for), its arrival sets the event, and
+    ``receive_some`` returns it. So the thread reads one chunk per ask, only while the shell asks,
+    and the shell asks only while the session wants input. A thread blocked in a read at the end
     is abandoned (a daemon owning its own duplicate of the descriptor)."""
 
     def __init__(self, fd: int, *, chunk: int = READ_CHUNK_BYTES) -> None:
@@ -324,13 +327,9 @@ class ThreadReader:
         self._fd = fd
         self._chunk = chunk
         self._thread: ReaderThread | None = None
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._on_readable: Callable[[], None] = _nothing
         self._asked = False  # a chunk was asked of the thread and has not arrived
         self._arrived: bytes | OSError | None = None
-
-    def start(self, loop: asyncio.AbstractEventLoop, on_readable: Callable[[], None]) -> None:
-        self._loop, self._on_readable = loop, on_readable
+        self._readable = asyncio.Event()
 
     def receive_some(self, max_bytes: int, /) -> bytes:
         data, self._arrived = self._arrived, None
@@ -340,28 +339,28 @@ class ThreadReader:
             raise BlockingIOError(errno.EAGAIN, "the reader thread has not read a chunk yet")
         return data
 
+    def when_readable(self) -> asyncio.Event:
+        self._readable = readable = asyncio.Event()
+        if self._arrived is not None:
+            readable.set()
+        elif not self._asked:
+            if self._thread is None:
+                self._thread = ReaderThread(os.dup(self._fd), asyncio.get_running_loop(), self._on_data, chunk=self._chunk)
+                self._thread.start()
+            self._asked = True
+            self._thread.request()
+        return readable
+
     def _on_data(self, data: bytes | OSError) -> None:
         self._asked = False
         self._arrived = data
-        self._on_readable()
+        self._readable.set()
 
-    def when_readable(self) -> None:
-        assert self._loop is not None
-        if self._arrived is not None:
-            self._loop.call_soon(self._on_readable)
-        elif not self._asked:
-            self._ask()
-
-    def _ask(self) -> None:
-        if self._thread is None:
-            assert self._loop is not None
-            self._thread = ReaderThread(os.dup(self._fd), self._loop, self._on_data, chunk=self._chunk)
-            self._thread.start()
-        self._asked = True
-        self._thread.request()
+    def hold(self) -> None:
+        pass  # (the thread reads only when asked: a chunk asked for already is kept for later)
 
     def close(self) -> None:
-        self._on_readable = _nothing
+        self._readable = asyncio.Event()  # (a chunk arriving now sets nothing anybody waits on)
         if self._thread is not None:
             self._thread.stop()  # an idle thread ends at once; one blocked in a read after it
 
@@ -436,9 +435,7 @@ class MemoryInput:
     def __init__(self) -> None:
         self._data = bytearray()
         self._ended = False
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._on_readable: Callable[[], None] = _nothing
-        self._wanted = False
+        self._readable: asyncio.Event | None = None
         self.closed = False  # the server stopped reading
 
     def send(self, data: bytes) -> None:
@@ -457,12 +454,8 @@ class MemoryInput:
         return len(self._data)
 
     def _signal(self) -> None:
-        if self._wanted and self._loop is not None and not self.closed:
-            self._wanted = False
-            self._loop.call_soon(self._on_readable)
-
-    def start(self, loop: asyncio.AbstractEventLoop, on_readable: Callable[[], None]) -> None:
-        self._loop, self._on_readable = loop, on_readable
+        if self._readable is not None and (self._data or self._ended):
+            self._readable.set()
 
     def receive_some(self, max_bytes: int, /) -> bytes:
         if not self._data and not self._ended:
@@ -471,14 +464,17 @@ class MemoryInput:
         del self._data[:max_bytes]
         return data
 
-    def when_readable(self) -> None:
-        self._wanted = True
-        if self._data or self._ended:
-            self._signal()
+    def when_readable(self) -> asyncio.Event:
+        self._readable = asyncio.Event()
+        self._signal()
+        return self._readable
+
+    def hold(self) -> None:
+        self._readable = None
 
     def close(self) -> None:
         self.closed = True
-        self._wanted = False
+        self._readable = None
 
 
 class MemoryOutput:

@@ -185,25 +185,30 @@ async def _session(shell: Shell) -> session_module.Session:
     return shell.shell.session
 
 
-async def test_a_polled_reader_signals_readiness_once_per_ask_so_unread_input_costs_nothing() -> None:
+async def test_a_polled_reader_sets_only_its_newest_event_and_watches_nothing_while_held() -> None:
     from mcp_ref.streams import PolledReader
 
     read_fd, write_fd = os.pipe()
     reader = PolledReader(read_fd)
-    calls: list[int] = []
-    reader.start(asyncio.get_running_loop(), lambda: calls.append(1))
     try:
         with pytest.raises(BlockingIOError):
-            reader.receive_some(10)  # nothing there: the caller waits for on_readable
-        reader.when_readable()
+            reader.receive_some(10)  # nothing there: the caller waits for the event
+        first = reader.when_readable()
         os.write(write_fd, b"abc")
-        await until(lambda: calls == [1])
+        await asyncio.wait_for(first.wait(), TIMEOUT)
+        second = reader.when_readable()  # asked again before the read, as the shell does
+        assert reader.receive_some(10) == b"abc"
         for _ in range(10):
             await asyncio.sleep(0)
-        assert calls == [1]  # one-shot: the unread bytes call nothing more (no busy loop while input is held)
-        reader.when_readable()
-        await until(lambda: calls == [1, 1])  # asked again: the bytes still there answer at once
-        assert reader.receive_some(10) == b"abc"
+        assert not second.is_set()  # the bytes that set the first event are read: no stale wake
+        reader.hold()  # the session holds input: nothing is watched, the bytes stay in the pipe
+        os.write(write_fd, b"def")
+        for _ in range(10):
+            await asyncio.sleep(0)
+        assert not second.is_set()
+        third = reader.when_readable()
+        await asyncio.wait_for(third.wait(), TIMEOUT)  # watched again: the waiting bytes answer at once
+        assert reader.receive_some(10) == b"def"
         os.close(write_fd)
         write_fd = -1
         assert reader.receive_some(10) == b""  # EOF
