@@ -45,7 +45,12 @@ def _spec(data: bytes) -> Any | None:
     lines = data.decode("utf-8", "surrogateescape").splitlines()
     if not any(line.strip() and not line.startswith("#") for line in lines):
         return None
-    return GitIgnoreSpec.from_lines(lines)
+    try:
+        # Python's own engine: RE2 (pathspec's choice when google-re2 is installed, as grep_files
+        # has it) cannot take a name that is not UTF-8 (surrogate escapes), and every walk would fail.
+        return GitIgnoreSpec.from_lines(lines, backend="simple")
+    except TypeError:  # pathspec before 1.0: one engine, Python's re
+        return GitIgnoreSpec.from_lines(lines)
 
 
 class Ignorer:

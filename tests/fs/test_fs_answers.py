@@ -11,6 +11,7 @@ import json
 import os
 import re
 import subprocess
+import sys
 from pathlib import Path
 from typing import Any, Callable
 
@@ -230,6 +231,22 @@ def test_read_multiple_files_names_the_call_that_reads_what_did_not_fit(answers_
 
 
 # --- ignored entries -----------------------------------------------------------------------------
+
+
+@pytest.mark.req("FS-IGNORED-SKIPPED")
+@pytest.mark.skipif(sys.platform in ("darwin", "win32"), reason="names that are not UTF-8: Linux and the BSDs only")
+def test_a_name_that_is_not_utf8_beside_a_gitignore_is_walked_and_searched(tmp_path: Path, start_fs: Start) -> None:
+    # (pathspec picks RE2 when google-re2 is installed, and RE2 refused such a name: every walk failed)
+    (tmp_path / ".gitignore").write_text("*.log\n")
+    (tmp_path / os.fsdecode(b"bad\xff.txt")).write_text("TODO\n")
+    (tmp_path / "skipped.log").write_text("TODO\n")
+    server = start_fs(tmp_path)
+    tree = json.loads(texts(answer_of(server, "directory_tree", {"path": str(tmp_path)}))[0])
+    assert len(tree) == 2 and tree[0]["name"] == ".gitignore" and tree[1]["name"].startswith("bad"), tree
+    found = texts(answer_of(server, "search_files", {"path": str(tmp_path), "pattern": "*.txt"}))
+    assert found[0].count("bad") == 1, found
+    hits = texts(answer_of(server, "grep_files", {"path": str(tmp_path), "pattern": "TODO"}))  # not an error
+    assert "skipped.log" not in hits[0], hits
 
 
 @pytest.mark.req("FS-IGNORED-SKIPPED")
