@@ -136,7 +136,7 @@ def main(argv: list[str] | None = None) -> int:
     options = parser.parse_args(argv)
     if options.servers:
         sys.path.insert(0, os.path.abspath(options.servers))
-    from mcp_ref import wire
+    from mcp_ref.core import wire
     from mcp_ref_fs.config import Config
     from mcp_ref_fs.root import Sandbox
     from mcp_ref_fs.server import build_server

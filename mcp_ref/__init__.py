@@ -15,6 +15,13 @@ request: era, routing, context, result, errors; ``control``: the control lane) -
 ``tasks`` (the tasks extension)) -> ``server`` (the API; ``handlerthreads``:
 where synchronous handlers run). The author's kit:
 ``testing`` (a client for tests), ``typed`` (typed tools), ``request`` (request lines for a shell).
+
+Where the modules live: ``server`` beside this file (the API); ``core/`` (content, context, control,
+dispatcher, errors, meta, session, stdio, stdout, streams, versions, wire); ``layers/``
+(_stdio_threads, fastjson, handlerthreads, idscan, outputbudget, splice, stderr); ``features/``
+(caching, completion, discover, legacy, legacyinput, mrtr, outgoing, pagination, prompts,
+requeststate, resources, schemas, sealing, subscriptions, tasks, tools, uritemplate, watch);
+``kit/`` (request, testing, typed). Each floor's ``__init__`` says what it holds.
 """
 
 from __future__ import annotations
@@ -25,31 +32,31 @@ TYPE_CHECKING = False  # as typing.TYPE_CHECKING, without importing typing (it t
 # ``__getattr__`` below), not here: a process pays only for the parts it touches, so a small CLI
 # such as ``mcp-ref-request`` or a server's start-up does not import every feature module.
 _EXPORTS = {
-    "caching": ("CacheHint",),
-    "completion": ("Completion",),
-    "content": ("audio", "blob_resource", "embedded_resource", "image", "prompt_message", "resource_link", "text", "text_resource"),
-    "context": ("RateLimit", "RequestContext"),
-    "errors": (
+    "features.caching": ("CacheHint",),
+    "features.completion": ("Completion",),
+    "core.content": ("audio", "blob_resource", "embedded_resource", "image", "prompt_message", "resource_link", "text", "text_resource"),
+    "core.context": ("RateLimit", "RequestContext"),
+    "core.errors": (
         "InternalError", "InvalidParams", "MethodNotFound", "MissingRequiredClientCapability", "ProtocolError",
         "ResourceNotFound", "ToolError", "UnsupportedProtocolVersion",
     ),
-    "mrtr": ("InputRequired", "elicit_form", "elicit_url", "list_roots", "sample"),
-    "prompts": ("Prompt", "PromptArgument", "PromptResult"),
-    "resources": ("Resource", "ResourceTemplate"),
+    "features.mrtr": ("InputRequired", "elicit_form", "elicit_url", "list_roots", "sample"),
+    "features.prompts": ("Prompt", "PromptArgument", "PromptResult"),
+    "features.resources": ("Resource", "ResourceTemplate"),
     "server": ("Server",),
-    "tasks": ("TASKS_EXTENSION", "TaskSettings"),
-    "tools": ("Tool", "ToolResult"),
-    "versions": ("LEGACY_VERSIONS", "MODERN_VERSION"),
-    "watch": ("WatchSet",),
+    "features.tasks": ("TASKS_EXTENSION", "TaskSettings"),
+    "features.tools": ("Tool", "ToolResult"),
+    "core.versions": ("LEGACY_VERSIONS", "MODERN_VERSION"),
+    "features.watch": ("WatchSet",),
 }
 _MODULE_OF = {name: module for module, names in _EXPORTS.items() for name in names}
 
 if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported eagerly
     from typing import Any
 
-    from .caching import CacheHint
-    from .completion import Completion
-    from .content import (
+    from .features.caching import CacheHint
+    from .features.completion import Completion
+    from .core.content import (
         audio,
         blob_resource,
         embedded_resource,
@@ -59,8 +66,8 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         text,
         text_resource,
     )
-    from .context import RateLimit, RequestContext
-    from .errors import (
+    from .core.context import RateLimit, RequestContext
+    from .core.errors import (
         InternalError,
         InvalidParams,
         MethodNotFound,
@@ -70,14 +77,14 @@ if TYPE_CHECKING:  # what type checkers and IDEs see: the same names, imported e
         ToolError,
         UnsupportedProtocolVersion,
     )
-    from .mrtr import InputRequired, elicit_form, elicit_url, list_roots, sample
-    from .prompts import Prompt, PromptArgument, PromptResult
-    from .resources import Resource, ResourceTemplate
+    from .features.mrtr import InputRequired, elicit_form, elicit_url, list_roots, sample
+    from .features.prompts import Prompt, PromptArgument, PromptResult
+    from .features.resources import Resource, ResourceTemplate
     from .server import Server
-    from .tasks import TASKS_EXTENSION, TaskSettings
-    from .tools import Tool, ToolResult
-    from .versions import LEGACY_VERSIONS, MODERN_VERSION
-    from .watch import WatchSet
+    from .features.tasks import TASKS_EXTENSION, TaskSettings
+    from .features.tools import Tool, ToolResult
+    from .core.versions import LEGACY_VERSIONS, MODERN_VERSION
+    from .features.watch import WatchSet
 
 __version__ = "0.1.0"
 

@@ -30,23 +30,23 @@ import inspect
 import threading
 from typing import TYPE_CHECKING, Any, Callable, Iterable
 
-from .caching import DEFAULT_LIST_HINT, DEFAULT_READ_HINT, CacheHint
-from .context import RateLimit
-from .outgoing import DEFAULT_CLIENT_REQUEST_TIMEOUT_SECONDS
-from .requeststate import StateSealer
-from .pagination import DEFAULT_PAGE_SIZE
-from .resources import Resource, ResourceTemplate
-from .sealing import Signer
-from .tasks import TASKS_EXTENSION, TaskSettings
-from .tools import Tool
-from .versions import initialize_versions, supported_versions
-from .watch import WatchHooks, WatchSet
+from .features.caching import DEFAULT_LIST_HINT, DEFAULT_READ_HINT, CacheHint
+from .core.context import RateLimit
+from .features.outgoing import DEFAULT_CLIENT_REQUEST_TIMEOUT_SECONDS
+from .features.requeststate import StateSealer
+from .features.pagination import DEFAULT_PAGE_SIZE
+from .features.resources import Resource, ResourceTemplate
+from .features.sealing import Signer
+from .features.tasks import TASKS_EXTENSION, TaskSettings
+from .features.tools import Tool
+from .core.versions import initialize_versions, supported_versions
+from .features.watch import WatchHooks, WatchSet
 
 if TYPE_CHECKING:
-    from .handlerthreads import DaemonThreadPool
+    from .layers.handlerthreads import DaemonThreadPool
 
-    from .prompts import Prompt, PromptArgument
-    from .session import Session
+    from .features.prompts import Prompt, PromptArgument
+    from .core.session import Session
 
 LIST_KINDS = ("tools", "prompts", "resources")
 
@@ -242,7 +242,7 @@ class Server:
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator: register a handler as a tool (name defaults to the function's).
 
-        Two forms (``mcp_ref.typed`` has the exact rule): the classic ``handler(ctx, arguments)``
+        Two forms (``mcp_ref.kit.typed`` has the exact rule): the classic ``handler(ctx, arguments)``
         gets the validated arguments as a dict and takes its schemas from ``input_schema`` /
         ``output_schema``; a typed ``handler(ctx, a: int, b: int = 0) -> int`` gets them as keyword
         arguments, and its ``inputSchema`` (and ``outputSchema``, from the return annotation) are
@@ -251,11 +251,11 @@ class Server:
 
         ``task``: ``"optional"`` lets a call from a client that declared the tasks extension become
         a task (when it runs long, or the handler calls ``ctx.run_as_task()``); ``"required"`` also
-        refuses clients that did not declare it (-32021). See ``mcp_ref.tasks``.
+        refuses clients that did not declare it (-32021). See ``mcp_ref.features.tasks``.
         """
 
         def register(handler: Callable[..., Any]) -> Callable[..., Any]:
-            from . import typed  # only when a tool is registered: cold start stays as it was
+            from .kit import typed  # only when a tool is registered: cold start stays as it was
 
             call, schema, output = handler, input_schema, output_schema
             if not typed.is_classic(handler):
@@ -357,7 +357,7 @@ class Server:
     ) -> Callable[[Callable[..., Any]], Callable[..., Any]]:
         """Decorator: register ``handler(ctx, arguments)`` as a prompt."""
 
-        from .prompts import Prompt  # imported by the first prompt (see dispatcher._imported_on_first_call)
+        from .features.prompts import Prompt  # imported by the first prompt (see dispatcher._imported_on_first_call)
 
         def register(handler: Callable[..., Any]) -> Callable[..., Any]:
             self.add_prompt(Prompt(name or handler.__name__, handler, title, description or _doc(handler), list(arguments), icons, meta))
@@ -439,7 +439,7 @@ class Server:
         cancelled at shutdown after ``watch.WATCH_STOP_SECONDS``); a plain function is called
         inline, so keep it quick.
         Exceptions are logged (logger ``mcp_ref.watch``) and never affect a stream. Register
-        before serving. See ``mcp_ref.watch``.
+        before serving. See ``mcp_ref.features.watch``.
         """
         self._watch_hooks.add(handler)
         return handler
@@ -485,7 +485,7 @@ class Server:
         if inspect.iscoroutinefunction(handler):
             return await handler(*args)
         if self._pool is None:
-            from .handlerthreads import DaemonThreadPool  # only servers with synchronous handlers need it
+            from .layers.handlerthreads import DaemonThreadPool  # only servers with synchronous handlers need it
 
             self._pool = DaemonThreadPool(self.handler_threads, thread_name_prefix="mcp-ref-handler")
         return await asyncio.get_running_loop().run_in_executor(self._pool, self._run_sync, handler, args)
@@ -518,10 +518,10 @@ class Server:
     def run(self, **options: Any) -> int:
         """Serve over stdio until stdin closes or a signal arrives; returns the exit status (0).
 
-        ``options`` go to :func:`mcp_ref.stdio.serve_stdio` (``max_line_bytes``,
+        ``options`` go to :func:`mcp_ref.core.stdio.serve_stdio` (``max_line_bytes``,
         ``shutdown_grace_seconds``, ``max_concurrency``, ``max_in_flight_bytes``,
         ``max_reserved_output_bytes``, ``flush_timeout_seconds``).
         """
-        from .stdio import run_stdio
+        from .core.stdio import run_stdio
 
         return run_stdio(self, **options)

@@ -30,11 +30,11 @@ import itertools
 import json
 from typing import Any, AsyncIterator
 
-from mcp_ref.dispatcher import Dispatcher
-from mcp_ref.meta import carries_modern_meta
+from mcp_ref.core.dispatcher import Dispatcher
+from mcp_ref.core.meta import carries_modern_meta
 from mcp_ref.server import Server
-from mcp_ref.dispatcher import _key as request_key
-from mcp_ref.wire import Request, WireReader
+from mcp_ref.core.dispatcher import _key as request_key
+from mcp_ref.core.wire import Request, WireReader
 
 from .schema_check import check_legacy, check_modern
 from .wire import OMIT

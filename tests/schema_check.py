@@ -21,7 +21,7 @@ summary says so in one line; every other assertion of the suite still runs.
 ``check_modern(message, method)`` validates a server message of the 2026-07-28 era,
 ``check_legacy(message, method)`` one of the 2025-11-25 era. ``method`` is the method of the
 request a response answers (a response does not name it); notifications name their own. The
-checks themselves are ``mcp_ref.testing.Schemas`` (the test client's), in its strict mode, plus
+checks themselves are ``mcp_ref.kit.testing.Schemas`` (the test client's), in its strict mode, plus
 one rule of this suite's harnesses: a server sends no request on stdio. ``schemas()`` gives a
 test client the same schemas: ``Client(server, schemas=schemas())``.
 """
@@ -36,7 +36,7 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
-from mcp_ref.testing import Schemas, SchemaViolation
+from mcp_ref.kit.testing import Schemas, SchemaViolation
 
 REPO_ROOT = Path(__file__).resolve().parents[1]
 REFERENCE_DIR = REPO_ROOT.parent / "shared" / "reference"
@@ -151,7 +151,7 @@ def _schemas_in(folder: Path | None, tasks: Path | None) -> Schemas:
 
 
 def schemas() -> Schemas:
-    """The schemas found above, as ``mcp_ref.testing`` checks them, strictly: a notification or
+    """The schemas found above, as ``mcp_ref.kit.testing`` checks them, strictly: a notification or
     an answered method the schemas do not define is a violation too. Give it to a test client:
     ``Client(server, schemas=schemas())``."""
     return _schemas_in(schema_dir()[0], tasks_schema_path())

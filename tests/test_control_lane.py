@@ -1,7 +1,7 @@
 """The control lane: requests that do no user work never wait behind tool handlers (issue 17).
 
 Spec: basic/transports/stdio; the lane itself is a project rule (STDIO-CONTROL-LANE, see
-``mcp_ref.control``). The wire tests queue tool calls that only end when
+``mcp_ref.core.control``). The wire tests queue tool calls that only end when
 cancelled or at shutdown (``slow``, 100 s each), so every lane answer that arrives while they wait
 proves the lane overtook them: before the lane, ``server/discover`` behind 1,200 such calls waited
 for (1,200 / 64) rounds of the tool. The sans-I/O tests pin the pieces: which messages may
@@ -15,8 +15,8 @@ from typing import Any, Iterator
 
 import pytest
 
-from mcp_ref.control import CONTROL_LANE, CONTROL_LANE_LIMIT, OVERTAKING_PATTERN
-from mcp_ref.wire import AHEAD_MAX_BYTES, Notification, Request, WireReader
+from mcp_ref.core.control import CONTROL_LANE, CONTROL_LANE_LIMIT, OVERTAKING_PATTERN
+from mcp_ref.core.wire import AHEAD_MAX_BYTES, Notification, Request, WireReader
 from tests.memory import gated_server, serve
 from tests.wire import ServerProcess, cancel, encode_line, is_response, long_call, modern_request, notification, tool_call
 

@@ -21,7 +21,7 @@ from mcp_ref import (
     elicit_url,
     sample,
 )
-from mcp_ref.mrtr import check_input_request
+from mcp_ref.features.mrtr import check_input_request
 
 from .memory import modern_meta, serve
 
@@ -368,7 +368,7 @@ async def test_conforming_accepts_and_declines_reach_the_handler(answer, text):
 
 @pytest.mark.req("LOG-RATE-LIMIT")
 async def test_a_flood_of_log_messages_is_cut_to_the_per_request_rate():
-    from mcp_ref.context import LOG_MESSAGES_PER_SECOND
+    from mcp_ref.core.context import LOG_MESSAGES_PER_SECOND
 
     server = Server("logs", "1", log_messages=True)
 

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from mcp_ref import LEGACY_VERSIONS, MODERN_VERSION, CacheHint, PromptArgument, Server
-from mcp_ref.meta import CLIENT_CAPABILITIES, LOG_LEVEL, PROTOCOL_VERSION, SERVER_INFO
+from mcp_ref.core.meta import CLIENT_CAPABILITIES, LOG_LEVEL, PROTOCOL_VERSION, SERVER_INFO
 
 from .memory import OMIT, modern_meta, serve
 

@@ -1,7 +1,7 @@
 """Wire tests of the bundled demonstration server, ``mcp-ref-everything``.
 
 Each test spawns ``python -m mcp_ref_everything`` and talks to it over stdio through
-``mcp_ref.testing.Client``, which checks every line the server writes (one JSON object, no
+``mcp_ref.kit.testing.Client``, which checks every line the server writes (one JSON object, no
 server-to-client request in the 2026-07-28 era), validates it against the official schemas
 (``tests.schema_check.schemas()``), and checks the exit status when the test closes it. The
 behaviours checked are the ones the official conformance suite relies on; the suite itself runs
@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from mcp_ref.testing import Client, RequestError
+from mcp_ref.kit.testing import Client, RequestError
 from tests.schema_check import schemas
 
 COMMAND = [sys.executable, "-m", "mcp_ref_everything"]

@@ -14,7 +14,7 @@ import random
 
 import pytest
 
-from mcp_ref.wire import BadMessage, WireReader
+from mcp_ref.core.wire import BadMessage, WireReader
 
 from .wire import ServerProcess, tool_call
 

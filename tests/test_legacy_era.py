@@ -3,11 +3,11 @@
 Spec: 2026-07-28 basic/versioning#backward-compatibility-with-initialization-based-versions and
 basic/transports/stdio#backward-compatibility; 2025-11-25 basic/lifecycle, basic/utilities/ping,
 server/resources#subscriptions, server/utilities/logging. What is stripped for which version is
-the table in ``mcp_ref/legacy.py``.
+the table in ``mcp_ref/features/legacy.py``.
 
 The tests run over stdio against ``tests.servers.interop_server``; legacy traffic is checked
 against the 2025-11-25 schema, modern traffic against 2026-07-28. A legacy session is
-``mcp_ref.testing.Client`` in the legacy era (it sends ``initialize`` and
+``mcp_ref.kit.testing.Client`` in the legacy era (it sends ``initialize`` and
 ``notifications/initialized`` itself); tests that mix eras or send what no client would send talk
 raw stdio (``tests.wire``). One test needs a handler that returns the same objects every time and
 runs in-process (``tests.memory``).
@@ -23,8 +23,9 @@ from typing import Any, Iterator
 
 import pytest
 
-from mcp_ref import Server, resource_link, testing
-from mcp_ref.testing import RequestError
+from mcp_ref import Server, resource_link
+from mcp_ref.kit import testing
+from mcp_ref.kit.testing import RequestError
 from tests import memory
 from tests.schema_check import schemas
 from tests.wire import REPO_ROOT, ServerProcess, error_of, is_response, modern_request, notification, result_of, tool_call

@@ -1,7 +1,7 @@
 """Input requests for initialize-era clients: the same handler API (``ctx.ask``, ``ctx.ask_all``,
-``InputRequired``) served with server-to-client requests (``mcp_ref/outgoing.py``).
+``InputRequired``) served with server-to-client requests (``mcp_ref/features/outgoing.py``).
 
-``mcp_ref.testing.Client`` in the legacy era against ``mcp-ref-everything`` (its callbacks answer
+``mcp_ref.kit.testing.Client`` in the legacy era against ``mcp-ref-everything`` (its callbacks answer
 the server's requests), raw stdio where a test answers by hand, and the official SDK client
 (``mcp==2.3.0``) in ``legacy`` mode against every interactive tool of ``mcp-ref-everything`` and
 ``mcp-ref-fs``'s ``delete_file``.
@@ -21,7 +21,7 @@ import mcp_types as types
 import pytest
 from mcp import Client, StdioServerParameters, stdio_client
 
-from mcp_ref import testing
+from mcp_ref.kit import testing
 from tests.schema_check import schemas
 from tests.wire import ServerProcess, cancel, notification, result_of, tool_call
 

@@ -3,7 +3,7 @@
 The interim results and what the server does with malformed retries are checked over stdio
 against ``tests.servers.interop_server`` (a real process; every message is checked against the
 official schema by ``tests.wire``). Complete round trips -- the answers given, the state echoed,
-until a final result -- go through ``mcp_ref.testing.Client`` with answering callbacks, in
+until a final result -- go through ``mcp_ref.kit.testing.Client`` with answering callbacks, in
 process against the same server (``build_server``) and over stdio for legacy clients. Rules that
 need a handler the example server does not have -- one that counts its runs, asks from a method
 that may not ask, or runs against a fake clock -- are tested in-process with ``tests.memory``.
@@ -30,8 +30,8 @@ from mcp_ref import (
     elicit_form,
     sample,
 )
-from mcp_ref import requeststate
-from mcp_ref.testing import AsyncClient, Client
+from mcp_ref.features import requeststate
+from mcp_ref.kit.testing import AsyncClient, Client
 from tests import memory
 from tests.schema_check import schemas
 from tests.servers.interop_server import build_server

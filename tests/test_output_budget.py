@@ -1,4 +1,4 @@
-"""The output budget (``mcp_ref.outputbudget``) and ``RequestContext.reserve_output``: large answers
+"""The output budget (``mcp_ref.layers.outputbudget``) and ``RequestContext.reserve_output``: large answers
 reserve their bytes before they are made and hold them until their line has left the process."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from typing import Any, Callable
 import pytest
 
 from mcp_ref import Server
-from mcp_ref.outputbudget import OutputBudget
-from mcp_ref.stdout import _Output
-from mcp_ref.streams import PolledWriter
+from mcp_ref.layers.outputbudget import OutputBudget
+from mcp_ref.core.stdout import _Output
+from mcp_ref.core.streams import PolledWriter
 from tests.memory import serve
 
 

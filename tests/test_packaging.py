@@ -231,7 +231,7 @@ def test_the_bundle_holds_the_manifest_and_the_sources_it_needs(tmp_path: Path) 
         assert json.loads(archive.read("manifest.json")) == MANIFEST
     assert names == sorted(names)
     for needed in ("manifest.json", "pyproject.toml", "README.md", MANIFEST["server"]["entry_point"],
-                   "mcp_ref/__init__.py", "mcp_ref/stdio.py", "servers/mcp_ref_fs/__main__.py",
+                   "mcp_ref/__init__.py", "mcp_ref/core/stdio.py", "servers/mcp_ref_fs/__main__.py",
                    "servers/mcp_ref_fs/root.py", "servers/mcp_ref_fs/demo/demo_files/notes.txt"):
         assert needed in names
     assert not [name for name in names if "__pycache__" in name or name.endswith(".pyc") or name.startswith("tests/")]

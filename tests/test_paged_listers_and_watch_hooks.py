@@ -17,13 +17,14 @@ from typing import Any
 
 import pytest
 
-from mcp_ref import Resource, Server, WatchSet, subscriptions, watch
-from mcp_ref.errors import InvalidParams
-from mcp_ref.pagination import CURSOR_ECHO_CHARS, decode_cursor, encode_cursor
-from mcp_ref.requeststate import StateSealer
-from mcp_ref.resources import MAX_URI_LENGTH
-from mcp_ref.sealing import Signer, b64url_decode, b64url_encode
-from mcp_ref.session import Session
+from mcp_ref import Resource, Server, WatchSet
+from mcp_ref.features import subscriptions, watch
+from mcp_ref.core.errors import InvalidParams
+from mcp_ref.features.pagination import CURSOR_ECHO_CHARS, decode_cursor, encode_cursor
+from mcp_ref.features.requeststate import StateSealer
+from mcp_ref.features.resources import MAX_URI_LENGTH
+from mcp_ref.features.sealing import Signer, b64url_decode, b64url_encode
+from mcp_ref.core.session import Session
 from tests.memory import OMIT, serve, until
 from tests.wire import ServerProcess, cancel, error_of, modern_request, result_of, tool_call
 

@@ -3,7 +3,7 @@
 Spec 2026-07-28: server/utilities/pagination, server/utilities/caching, basic/patterns/mrtr.
 
 In process: one request at a time through ``tests.memory``; walking every page and answering
-MRTR rounds through ``mcp_ref.testing.AsyncClient`` (``pages()``, ``read_resource()``).
+MRTR rounds through ``mcp_ref.kit.testing.AsyncClient`` (``pages()``, ``read_resource()``).
 """
 
 from __future__ import annotations
@@ -13,9 +13,9 @@ import base64
 import pytest
 
 from mcp_ref import CacheHint, InputRequired, PromptArgument, Server, elicit_form
-from mcp_ref.pagination import encode_cursor
-from mcp_ref.sealing import Signer
-from mcp_ref.testing import AsyncClient
+from mcp_ref.features.pagination import encode_cursor
+from mcp_ref.features.sealing import Signer
+from mcp_ref.kit.testing import AsyncClient
 
 from .memory import modern_meta, serve
 from .schema_check import schemas

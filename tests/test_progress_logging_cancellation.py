@@ -16,7 +16,7 @@ import weakref
 
 import pytest
 
-import mcp_ref.context
+import mcp_ref.core.context
 from mcp_ref import InputRequired, InvalidParams, RateLimit, Server, ToolError, elicit_form
 
 from .memory import modern_meta, serve, until
@@ -35,7 +35,7 @@ def index_of(client, predicate) -> int:
 
 @pytest.fixture
 def no_rate_limit(monkeypatch):
-    monkeypatch.setattr(mcp_ref.context, "PROGRESS_MIN_INTERVAL_SECONDS", 0.0)
+    monkeypatch.setattr(mcp_ref.core.context, "PROGRESS_MIN_INTERVAL_SECONDS", 0.0)
 
 
 # --- progress --------------------------------------------------------------------------------------------
@@ -92,7 +92,7 @@ async def test_progress_values_that_do_not_increase_are_dropped(no_rate_limit):
 
 @pytest.mark.req("PROG-RATE-LIMIT")
 async def test_progress_is_rate_limited_but_the_final_value_always_goes_out(monkeypatch):
-    monkeypatch.setattr(mcp_ref.context, "PROGRESS_MIN_INTERVAL_SECONDS", 60.0)
+    monkeypatch.setattr(mcp_ref.core.context, "PROGRESS_MIN_INTERVAL_SECONDS", 60.0)
 
     async def work(ctx, arguments):
         for step in range(1, 10):
@@ -111,8 +111,8 @@ async def test_progress_is_rate_limited_but_the_final_value_always_goes_out(monk
 @pytest.mark.req("PROG-RATE-LIMIT")
 async def test_progress_resumes_once_the_interval_has_passed(monkeypatch):
     clock = [100.0]
-    monkeypatch.setattr(mcp_ref.context, "time", type("FakeTime", (), {"monotonic": staticmethod(lambda: clock[0])}))
-    monkeypatch.setattr(mcp_ref.context, "PROGRESS_MIN_INTERVAL_SECONDS", 1.0)
+    monkeypatch.setattr(mcp_ref.core.context, "time", type("FakeTime", (), {"monotonic": staticmethod(lambda: clock[0])}))
+    monkeypatch.setattr(mcp_ref.core.context, "PROGRESS_MIN_INTERVAL_SECONDS", 1.0)
     results = []
 
     async def work(ctx, arguments):

@@ -32,10 +32,10 @@ from typing import Any
 import pytest
 
 from mcp_ref import InputRequired, InvalidParams, Server, ToolResult, list_roots, text
-from mcp_ref.errors import ECHO_CHARS
-from mcp_ref.pagination import CURSOR_ECHO_CHARS
-from mcp_ref.uritemplate import UriTemplate
-from mcp_ref.versions import LEGACY_VERSIONS, MODERN_VERSION
+from mcp_ref.core.errors import ECHO_CHARS
+from mcp_ref.features.pagination import CURSOR_ECHO_CHARS
+from mcp_ref.features.uritemplate import UriTemplate
+from mcp_ref.core.versions import LEGACY_VERSIONS, MODERN_VERSION
 from tests.memory import OMIT, modern_meta, serve, until
 from tests.servers.edges_server import build_server
 from tests.wire import (

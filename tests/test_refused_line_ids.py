@@ -2,7 +2,7 @@
 
 Spec: basic/index#responses (an error answers its request's id); the refusals are project rules
 (STDIO-MAX-LINE-SIZE, STDIO-IN-FLIGHT-BYTES), and STDIO-REFUSAL-KEEPS-ID says what they echo.
-``mcp_ref.idscan`` finds the id without a parse; its answer must be exactly the id the parser
+``mcp_ref.layers.idscan`` finds the id without a parse; its answer must be exactly the id the parser
 would have read, which these tests check against ``wire.parse_line`` itself on generated lines
 (any member order, duplicates, escaped names, whitespace, nesting deeper than the scan's
 expression goes), fed whole and in random chunks. Then the refusals through real stdio.
@@ -18,8 +18,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from mcp_ref.idscan import MAX_ID_BYTES, MAX_STEPS, NESTING, IdScanner, request_id_of
-from mcp_ref.wire import BadMessage, Request, is_valid_id, parse_line
+from mcp_ref.layers.idscan import MAX_ID_BYTES, MAX_STEPS, NESTING, IdScanner, request_id_of
+from mcp_ref.core.wire import BadMessage, Request, is_valid_id, parse_line
 from tests.wire import ServerProcess, encode_line, tool_call
 
 MiB = 1024 * 1024

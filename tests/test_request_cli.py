@@ -12,9 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from mcp_ref import meta, request
-from mcp_ref.request import build, main
-from mcp_ref.versions import LATEST_LEGACY_VERSION, MODERN_VERSION
+from mcp_ref.core import meta
+from mcp_ref.kit import request
+from mcp_ref.kit.request import build, main
+from mcp_ref.core.versions import LATEST_LEGACY_VERSION, MODERN_VERSION
 
 MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN_VERSION, "io.modelcontextprotocol/clientCapabilities": {}}
 
@@ -33,7 +34,7 @@ def usage_error(*argv: str) -> str:
 
 
 def run(*argv: str, stdin: str | None = None) -> subprocess.CompletedProcess[bytes]:
-    return subprocess.run([sys.executable, "-m", "mcp_ref.request", *argv], capture_output=True, timeout=30,
+    return subprocess.run([sys.executable, "-m", "mcp_ref.kit.request", *argv], capture_output=True, timeout=30,
                           input=stdin.encode() if stdin is not None else None)
 
 
@@ -305,7 +306,7 @@ def test_help_documents_the_rules_and_every_option() -> None:
 
 def test_the_console_script_runs_main() -> None:
     [script] = entry_points(group="console_scripts", name="mcp-ref-request")
-    assert script.value == "mcp_ref.request:main"
+    assert script.value == "mcp_ref.kit.request:main"
 
 
 def test_the_module_imports_only_light_standard_modules_and_the_version_constants() -> None:
@@ -317,7 +318,7 @@ def test_the_module_imports_only_light_standard_modules_and_the_version_constant
             imported |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom):
             imported.add("." * node.level + (node.module or ""))
-    assert imported == {"__future__", "argparse", "json", "os", "sys", "typing", ".versions", "."}
+    assert imported == {"__future__", "argparse", "json", "os", "sys", "typing", "..core.versions", ".."}
 
 
 # Piped into a real server
@@ -372,7 +373,7 @@ def test_a_reader_that_went_away_ends_the_command_quietly_with_status_1() -> Non
     read_end, write_end = os.pipe()
     os.close(read_end)  # nobody will read: the first write gets EPIPE
     try:
-        done = subprocess.run([sys.executable, "-m", "mcp_ref.request", "tools/list"], stdout=write_end,
+        done = subprocess.run([sys.executable, "-m", "mcp_ref.kit.request", "tools/list"], stdout=write_end,
                               stderr=subprocess.PIPE, timeout=30)
     finally:
         os.close(write_end)

@@ -10,7 +10,7 @@ import base64
 import pytest
 
 from mcp_ref import CacheHint, Resource, ResourceNotFound, Server, blob_resource, text_resource
-from mcp_ref.resources import MAX_URI_LENGTH
+from mcp_ref.features.resources import MAX_URI_LENGTH
 
 from .memory import serve
 

@@ -12,7 +12,7 @@ import pytest
 from hypothesis import HealthCheck, find, given, settings
 from hypothesis import strategies as st
 
-from mcp_ref import schemas
+from mcp_ref.features import schemas
 
 SCHEMAS: list[dict[str, Any]] = [
     {"type": "object", "properties": {"a": {"type": "integer"}, "b": {"type": "string"}}, "required": ["a"]},

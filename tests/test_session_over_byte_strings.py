@@ -13,11 +13,11 @@ from typing import Any
 import pytest
 
 from mcp_ref import Server, elicit_form
-from mcp_ref import session as session_module
-from mcp_ref.meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION
-from mcp_ref.session import Session
-from mcp_ref.versions import MODERN_VERSION
-from mcp_ref.watch import WatchSet
+from mcp_ref.core import session as session_module
+from mcp_ref.core.meta import CLIENT_CAPABILITIES, PROTOCOL_VERSION
+from mcp_ref.core.session import Session
+from mcp_ref.core.versions import MODERN_VERSION
+from mcp_ref.features.watch import WatchSet
 from tests.memory import gated_server
 
 META = {PROTOCOL_VERSION: MODERN_VERSION, CLIENT_CAPABILITIES: {}}

@@ -17,9 +17,9 @@ from typing import Any, AsyncIterator
 import pytest
 
 from mcp_ref import Server
-from mcp_ref import session as session_module
-from mcp_ref.stdio import StdioSession
-from mcp_ref.streams import MemoryInput, MemoryOutput
+from mcp_ref.core import session as session_module
+from mcp_ref.core.stdio import StdioSession
+from mcp_ref.core.streams import MemoryInput, MemoryOutput
 from tests.memory import gated_server, until
 from tests.wire import cancel, encode_line, modern_request, tool_call
 
@@ -186,7 +186,7 @@ async def _session(shell: Shell) -> session_module.Session:
 
 
 async def test_a_polled_reader_sets_only_its_newest_event_and_watches_nothing_while_held() -> None:
-    from mcp_ref.streams import PolledReader
+    from mcp_ref.core.streams import PolledReader
 
     read_fd, write_fd = os.pipe()
     reader = PolledReader(read_fd)

@@ -1,4 +1,4 @@
-"""Wire tests of the stdio transport (mcp_ref/stdio.py) against a real server process.
+"""Wire tests of the stdio transport (mcp_ref/core/stdio.py) against a real server process.
 
 Spec: basic/transports/stdio, basic/patterns/cancellation, basic/patterns/progress, basic/index.
 Each test starts ``python -m tests.servers.basic_server`` and talks to it through its real stdin

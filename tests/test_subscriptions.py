@@ -15,7 +15,8 @@ from typing import Any
 
 import pytest
 
-from mcp_ref import Server, subscriptions
+from mcp_ref import Server
+from mcp_ref.features import subscriptions
 from tests import memory
 from tests.wire import SUBSCRIPTION_ID_KEY as SUBSCRIPTION_ID
 from tests.wire import ServerProcess, cancel, id_key, is_response, modern_request, subscription_of, tool_call

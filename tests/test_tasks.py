@@ -1,4 +1,4 @@
-"""The tasks extension (``io.modelcontextprotocol/tasks``, ``mcp_ref/tasks.py``) over real stdio.
+"""The tasks extension (``io.modelcontextprotocol/tasks``, ``mcp_ref/features/tasks.py``) over real stdio.
 
 ``mcp-ref-everything`` carries the conformance suite's task fixtures (greet, slow_compute,
 failing_job, protocol_error_job, confirm_delete, multi_input, test_tool_with_task);
@@ -6,7 +6,7 @@ failing_job, protocol_error_job, confirm_delete, multi_input, test_tool_with_tas
 message is checked against the official schemas (the extension's own for task results and
 notifications, when at hand: see ``tests/schema_check.py``). Tests that follow a task to its end
 the way a client would -- polling ``tasks/get``, answering its questions -- use
-``mcp_ref.testing.Client``; tests of each step's exact answer talk raw stdio (``tests.wire``).
+``mcp_ref.kit.testing.Client``; tests of each step's exact answer talk raw stdio (``tests.wire``).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from typing import Any, Callable
 
 import pytest
 
-from mcp_ref.testing import Client, RequestError
+from mcp_ref.kit.testing import Client, RequestError
 from tests.schema_check import schemas
 from tests.wire import REPO_ROOT, ServerProcess, call, cancel, error_of, modern_request, notification, request, result_of
 

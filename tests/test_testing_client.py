@@ -1,4 +1,4 @@
-"""mcp_ref.testing: the test client, in process and over real stdio, in both eras, and its
+"""mcp_ref.kit.testing: the test client, in process and over real stdio, in both eras, and its
 schema checks (``Schemas``).
 
 Every client here checks what it receives against the official schemas when tests/schema_check.py
@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from mcp_ref import InputRequired, PromptArgument, Server, TaskSettings, elicit_form, list_roots, sample
-from mcp_ref.testing import SCHEMA_FILES, AsyncClient, Client, RequestError, Schemas, SchemaViolation, ServerExitError, WireViolation
+from mcp_ref.kit.testing import SCHEMA_FILES, AsyncClient, Client, RequestError, Schemas, SchemaViolation, ServerExitError, WireViolation
 from tests.memory import until
 
 from .schema_check import available, schema_dir, schemas

@@ -15,7 +15,7 @@ import urllib.request
 import pytest
 
 from mcp_ref import Server, Tool, ToolError, ToolResult, image, resource_link, text
-from mcp_ref.schemas import MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, SchemaError
+from mcp_ref.features.schemas import MAX_SCHEMA_DEPTH, MAX_SCHEMA_NODES, SchemaError
 
 from .memory import serve
 

@@ -25,8 +25,8 @@ from typing import Any, Callable, Iterator
 
 import pytest
 
-from mcp_ref._stdio_threads import ReaderThread, WriterThread
-from mcp_ref.stdio import STDIO_MODES, choose_stdio_mode, options_from_environment
+from mcp_ref.layers._stdio_threads import ReaderThread, WriterThread
+from mcp_ref.core.stdio import STDIO_MODES, choose_stdio_mode, options_from_environment
 
 MiB = 1024 * 1024
 THREADS = {"MCP_REF_STDIO": "threads"}
@@ -194,8 +194,8 @@ def test_a_line_given_in_parts_is_written_whole_and_in_order(kind: str, tmp_path
     # file), the parts go out in order, as one line, before what was queued after them.
     if kind == "poll" and sys.platform == "win32":
         pytest.skip("Windows has no non-blocking pipes")
-    from mcp_ref.stdout import _Output
-    from mcp_ref.streams import FileWriter, PolledWriter, SendStream, ThreadWriter
+    from mcp_ref.core.stdout import _Output
+    from mcp_ref.core.streams import FileWriter, PolledWriter, SendStream, ThreadWriter
 
     big = b"b" * 300_000  # several pipe buffers: written over several rounds
     expected = b'{"a":"' + big + b'"}\n' + b'{"n":1}\n'

@@ -548,7 +548,7 @@ def test_a_shutdown_grace_that_is_not_a_finite_number_of_seconds_is_logged_and_i
 
 def test_the_threaded_stderr_sink_never_blocks_and_counts_what_it_drops() -> None:
     # Where select.poll is missing (Windows) a writer thread does the blocking writes.
-    from mcp_ref import stderr as stderr_module
+    from mcp_ref.layers import stderr as stderr_module
 
     read_end, write_end = os.pipe()
     try:

@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal, NotRequired, Optional, TypedDict
 import pytest
 
 from mcp_ref import Server, ToolResult
-from mcp_ref.testing import AsyncClient
-from mcp_ref.typed import derive, is_classic, schema_for, to_json
+from mcp_ref.kit.testing import AsyncClient
+from mcp_ref.kit.typed import derive, is_classic, schema_for, to_json
 
 from .schema_check import schemas
 

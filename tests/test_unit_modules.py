@@ -17,9 +17,9 @@ import pytest
 
 import mcp_ref
 
-from mcp_ref import content, errors
-from mcp_ref.caching import CACHEABLE_METHODS, DEFAULT_LIST_HINT, DEFAULT_READ_HINT, CacheHint
-from mcp_ref.meta import (
+from mcp_ref.core import content, errors
+from mcp_ref.features.caching import CACHEABLE_METHODS, DEFAULT_LIST_HINT, DEFAULT_READ_HINT, CacheHint
+from mcp_ref.core.meta import (
     CLIENT_CAPABILITIES,
     LOG_LEVELS,
     PROTOCOL_VERSION,
@@ -28,11 +28,11 @@ from mcp_ref.meta import (
     parse_progress_token,
     parse_request_meta,
 )
-from mcp_ref.pagination import decode_cursor, encode_cursor, paginate
-from mcp_ref.sealing import Signer
-from mcp_ref.schemas import DEFAULT_DIALECT, SchemaError, check_bounds, compile_schema, dialect_of
-from mcp_ref.uritemplate import UriTemplate
-from mcp_ref.versions import (
+from mcp_ref.features.pagination import decode_cursor, encode_cursor, paginate
+from mcp_ref.features.sealing import Signer
+from mcp_ref.features.schemas import DEFAULT_DIALECT, SchemaError, check_bounds, compile_schema, dialect_of
+from mcp_ref.features.uritemplate import UriTemplate
+from mcp_ref.core.versions import (
     LATEST_LEGACY_VERSION,
     LEGACY_VERSIONS,
     MODERN_VERSION,
@@ -506,7 +506,7 @@ def test_every_public_name_is_importable_from_the_package_and_listed():
 def test_importing_the_package_imports_none_of_its_modules():
     modules = imported_by("import mcp_ref")
     assert {name for name in modules if name.startswith("mcp_ref.")} == set()
-    assert "asyncio" not in imported_by("import mcp_ref.request")  # mcp-ref-request: a one-line CLI
+    assert "asyncio" not in imported_by("import mcp_ref.kit.request")  # mcp-ref-request: a one-line CLI
 
 
 def test_a_server_start_up_does_not_import_what_only_some_requests_need():
@@ -515,9 +515,9 @@ def test_a_server_start_up_does_not_import_what_only_some_requests_need():
     # synchronous handlers, prompts and completions).
     modules = imported_by(
         "from mcp_ref import Server\n"
-        "import mcp_ref.stdio\n"
+        "import mcp_ref.core.stdio\n"
         "server = Server('s', '1')\n"
         "server.tool('echo', description='t', input_schema={'type': 'object'})(lambda ctx, arguments: 'x')"
     )
-    unwanted = {"uuid", "secrets", "hashlib", "hmac", "datetime", "concurrent.futures.thread", "mcp_ref.prompts", "mcp_ref.completion"}
+    unwanted = {"uuid", "secrets", "hashlib", "hmac", "datetime", "concurrent.futures.thread", "mcp_ref.features.prompts", "mcp_ref.features.completion"}
     assert modules & unwanted == set()

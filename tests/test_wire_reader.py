@@ -1,4 +1,4 @@
-"""Sans-I/O tests of the framing core (mcp_ref/wire.py): plain byte strings in, events out.
+"""Sans-I/O tests of the framing core (mcp_ref/core/wire.py): plain byte strings in, events out.
 
 Spec: basic/transports/stdio (framing) and basic/index#messages (JSON-RPC as MCP restricts it).
 No process and no event loop: every test feeds bytes to a ``WireReader`` (or calls ``parse_line``,
@@ -14,10 +14,10 @@ from typing import Any
 
 import pytest
 
-from mcp_ref import wire
-from mcp_ref.content import blob_resource, embedded_resource, image, text, text_resource
-from mcp_ref.errors import INVALID_REQUEST, PARSE_ERROR, InvalidRequest
-from mcp_ref.wire import (
+from mcp_ref.core import wire
+from mcp_ref.core.content import blob_resource, embedded_resource, image, text, text_resource
+from mcp_ref.core.errors import INVALID_REQUEST, PARSE_ERROR, InvalidRequest
+from mcp_ref.core.wire import (
     BadMessage,
     ClientResponse,
     MalformedNotification,

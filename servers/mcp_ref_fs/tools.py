@@ -96,7 +96,7 @@ class FsTools(WalkTools, WritingTools):
         # handle once it has run 0.1 s; its progress then shows as the task's status message.
         # add_tool, not the server.tool decorator: ``call`` is a classic (ctx, arguments) handler
         # with its schemas given, so the decorator's signature inspection (and the import of
-        # mcp_ref.typed) would only cost start-up time.
+        # mcp_ref.kit.typed) would only cost start-up time.
         self.server.add_tool(Tool(name, call, description, definition.input_schema, definition.output_schema,
                                   definition.title, definition.annotations, task="optional" if definition.long_running else None))
 

@@ -79,7 +79,7 @@ def test_a_bad_number_gets_one_plain_message_whatever_is_wrong_with_it(option: s
 def test_start_up_imports_nothing_only_help_or_writes_need() -> None:
     # shutil (+bz2, lzma: argparse measures the terminal for every formatter it makes) and
     # secrets (+hmac, hashlib, random: one name per atomic write) cost ~5 ms of every start; the
-    # edit and diff modules serve edit_file only, and mcp_ref.typed (with a signature inspection
+    # edit and diff modules serve edit_file only, and mcp_ref.kit.typed (with a signature inspection
     # per tool) only handlers that are not classic (ctx, arguments) ones (issue 21: ~3 ms).
     environment = {name: value for name, value in os.environ.items() if not name.startswith("COVERAGE_")}
     code = ("import sys, json\nfrom mcp_ref_fs.__main__ import parse_arguments\nfrom mcp_ref_fs.root import Sandbox\n"
@@ -88,7 +88,7 @@ def test_start_up_imports_nothing_only_help_or_writes_need() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True, env=environment)
     modules = set(json.loads(done.stdout.splitlines()[-1]))
     assert modules & {"shutil", "bz2", "lzma", "secrets", "hmac", "random"} == set()
-    assert modules & {"mcp_ref_fs.edits", "mcp_ref_fs.diffs", "mcp_ref.typed"} == set()
+    assert modules & {"mcp_ref_fs.edits", "mcp_ref_fs.diffs", "mcp_ref.kit.typed"} == set()
 
 
 def test_config_is_immutable_and_compares_by_value() -> None:

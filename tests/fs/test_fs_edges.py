@@ -1011,7 +1011,7 @@ def _wait_until(condition: Callable[[], bool], seconds: float = 5) -> None:
 @pytest.mark.req("FS-WATCH-CONFINED")
 def test_a_new_subscription_to_a_capped_watch_has_its_directory_added(
         tmp_path: Path, root_dir: Path, sandbox: Sandbox, monkeypatch: pytest.MonkeyPatch) -> None:
-    from mcp_ref.watch import WatchSet
+    from mcp_ref.features.watch import WatchSet
 
     _capped(monkeypatch, tmp_path, limit=1)
     (root_dir / "one").mkdir()

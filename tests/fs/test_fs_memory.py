@@ -3,7 +3,7 @@
 Requests for large answers all start before any output exists, so the transport's output
 backpressure alone cannot bound them: twenty-four ``read_media_file`` calls of one 32 MiB file
 (6.5 KB of input) once held 2.1 GB for a client that read nothing. Each large answer now reserves
-its estimated size on the connection's output budget (``mcp_ref.outputbudget``) before its file is
+its estimated size on the connection's output budget (``mcp_ref.layers.outputbudget``) before its file is
 read, and holds it until its line has left the process.
 """
 

@@ -2,7 +2,7 @@
 
 * ``resources/list``, ``resources/templates/list`` and ``resources/read`` against one tree per
   module that no test changes (``sample``), and a tree of 2,500 files for pagination (``big``),
-  through ``mcp_ref.testing.Client`` (it walks every page and decodes blobs).
+  through ``mcp_ref.kit.testing.Client`` (it walks every page and decodes blobs).
 * ``subscriptions/listen`` (2026-07-28) and legacy ``resources/subscribe`` over raw stdio
   (``tests.wire``): each test has a tree and a server of its own, changes files from this process
   (as any other program would) and waits at most ``NOTIFY_SECONDS`` for the announcement. Changes
@@ -32,7 +32,7 @@ from urllib.parse import quote
 
 import pytest
 
-from mcp_ref.testing import Client, RequestError
+from mcp_ref.kit.testing import Client, RequestError
 from tests.fs.fixtures_resources import (
     LIST_CHANGED,
     UPDATED,
@@ -757,7 +757,7 @@ def watcher_over(root: Path) -> tuple[Any, Recorder]:
 
 
 def stop_watching(watcher: Any) -> None:
-    from mcp_ref.watch import WatchSet
+    from mcp_ref.features.watch import WatchSet
 
     thread = watcher._thread
     watcher.update(WatchSet())
@@ -768,7 +768,7 @@ def stop_watching(watcher: Any) -> None:
 
 @pytest.mark.req("FS-WATCH-LIFETIME")
 def test_subscriptions_to_uris_outside_the_roots_start_no_watch(tree: Path) -> None:
-    from mcp_ref.watch import WatchSet
+    from mcp_ref.features.watch import WatchSet
 
     watcher, _recorder = watcher_over(tree)
     watcher.update(WatchSet(frozenset({"note://x", "file:///etc/passwd", "file:///r/%2e%2e/x"}), frozenset({"tools"})))
@@ -783,7 +783,7 @@ def test_a_watch_that_fails_on_a_batch_is_rebuilt_and_announces_what_the_batch_h
     import types
     import watchfiles
 
-    from mcp_ref.watch import WatchSet
+    from mcp_ref.features.watch import WatchSet
 
     attempts: list[int] = []
 
@@ -817,7 +817,7 @@ def test_a_watch_that_cannot_be_set_up_gives_up_after_a_few_tries(
         tree: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture) -> None:
     import types
 
-    from mcp_ref.watch import WatchSet
+    from mcp_ref.features.watch import WatchSet
     from mcp_ref_fs.watch import MAX_RESTARTS
 
     attempts: list[int] = []
@@ -861,7 +861,7 @@ def test_update_does_no_disk_work_on_the_event_loop_however_many_uris_are_subscr
     canonical form on the loop (string work) and fingerprinted by the watch thread."""
     import threading
 
-    from mcp_ref.watch import WatchSet
+    from mcp_ref.features.watch import WatchSet
     from mcp_ref_fs.root import Sandbox
 
     calls: list[tuple[str, str]] = []  # (method, thread name)

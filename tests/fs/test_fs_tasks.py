@@ -3,7 +3,7 @@
 A grep, search or tree over a big directory answers a client that declared the extension with a
 task handle; the task's status message counts the progress, and the search gets
 --task-search-seconds instead of --search-seconds. Other clients get the plain result as before.
-A task is followed to its end by ``mcp_ref.testing.Client`` (it polls ``tasks/get``).
+A task is followed to its end by ``mcp_ref.kit.testing.Client`` (it polls ``tasks/get``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from mcp_ref.testing import Client
+from mcp_ref.kit.testing import Client
 from tests.fs.conftest import fs_command
 from tests.schema_check import schemas
 

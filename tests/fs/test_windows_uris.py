@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from mcp_ref import Server
-from mcp_ref.uritemplate import UriTemplate
+from mcp_ref.features.uritemplate import UriTemplate
 from mcp_ref_fs import listing
 from mcp_ref_fs.resources import FsResources, location_uri, path_uri, uri_path
 from mcp_ref_fs.root import AccessDenied, InvalidPath, Root, Sandbox

@@ -45,8 +45,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
-from mcp_ref.idscan import request_id_of
-from mcp_ref.wire import ID_SCAN_LINES
+from mcp_ref.layers.idscan import request_id_of
+from mcp_ref.core.wire import ID_SCAN_LINES
 from tests import schema_check
 from tests.wire import (
     CLIENT_CAPABILITIES_KEY,
@@ -190,7 +190,7 @@ def _refused_id(line: bytes, max_line_bytes: int) -> Any:
     """The id of a line refused for its length (STDIO-REFUSAL-KEEPS-ID): none past four times the
     limit (``wire.ID_SCAN_LINES``: the server stops looking); for a line of JSON, the id the parse
     reads, unless it is the client's response; for anything else, whatever the server's bounded
-    scan reads (``mcp_ref.idscan``, itself checked against the parser in
+    scan reads (``mcp_ref.layers.idscan``, itself checked against the parser in
     tests/test_refused_line_ids.py): no independent answer exists for a line that is not JSON."""
     if len(line) > ID_SCAN_LINES * max_line_bytes:
         return None

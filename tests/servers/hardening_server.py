@@ -29,7 +29,7 @@ import sys
 import time
 from typing import Any
 
-import mcp_ref.wire
+import mcp_ref.core.wire
 from mcp_ref import InputRequired, RequestContext, Server
 from tests.servers.basic_server import (
     _env_float,
@@ -41,7 +41,7 @@ from tests.servers.basic_server import (
 
 AFTER_CANCEL_MARKER = "PRINTED-AFTER-CANCELLATION"
 
-_real_parse_line = mcp_ref.wire.parse_line
+_real_parse_line = mcp_ref.core.wire.parse_line
 
 
 def _faulty_parse_line(line: bytes | bytearray, **options: Any) -> Any:
@@ -114,7 +114,7 @@ def build_hardening_server() -> Server:
 
 
 def main() -> int:
-    mcp_ref.wire.parse_line = _faulty_parse_line
+    mcp_ref.core.wire.parse_line = _faulty_parse_line
     options = transport_options()
     flush = _env_float("BASIC_SERVER_FLUSH_TIMEOUT")
     if flush is not None:

@@ -1,0 +1,8 @@
+"""Layers under the core that a first reading can skip: each makes one step of the core faster
+(``fastjson``, ``splice``: the encoder's speed-ups under ``wire``), bounded against a peer that
+floods, stalls or never reads (``idscan``: the id of a line refused unparsed; ``outputbudget``:
+large answers per connection; ``stderr``: logs that never block) or portable
+(``_stdio_threads``: the transport's thread fallback; ``handlerthreads``: the daemon threads
+synchronous handlers run on). The core calls them; they need nothing of
+the features or the kit.
+"""
