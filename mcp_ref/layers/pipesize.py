@@ -9,15 +9,17 @@ A Linux pipe holds 64 KiB by default, so an 8 MiB image (11 MiB of base64 on one
 The cost is kernel memory, not ours: the pipe may hold up to ``PIPE_BYTES`` the client has not
 read yet (pages are taken as bytes arrive, and freed as they are read). The kernel counts it
 against the user who made the pipe (``/proc/sys/fs/pipe-user-pages-soft``, 64 MiB by default)
-and refuses a growth past that: then the pipe keeps its size. Bounded memory and backpressure are
+and refuses a growth past that: then the pipe keeps its size (and a new pipe of a user over it
+starts at 8 KiB: a reason to widen only the one pipe that gains). Bounded memory and backpressure are
 unchanged: the output queue (``stdout._Output``) counts what the kernel has not taken, which is
 all that stays in the process; a client that does not read leaves up to 1 MiB in the pipe, not
 64 KiB, before that queue starts to grow.
 
 Only stdout, and only a pipe (``streams.open_fd_streams``): a socket, TTY or file is left as it
 is. Not stdin: the shell reads 64 KiB at a time whatever the pipe holds
-(``streams.READ_CHUNK_BYTES``), so a larger input pipe would save only the client's wake-ups,
-while letting more of the input the session holds back sit in the kernel. Anything in the way
+(``streams.READ_CHUNK_BYTES``), so a larger input pipe would save only the client's wake-ups
+(an 8 MiB ``write_file`` took the same either way), while letting more of the input the session
+holds back sit in the kernel. Anything in the way
 (not Linux, not a pipe, the limits above, a sandbox refusing ``fcntl``) leaves the pipe as it
 was, silently: only the speed differs.
 """
