@@ -198,14 +198,15 @@ def test_a_second_signal_ends_the_grace_period_at_once(spawn: Spawn) -> None:
 @pytest.mark.req("STDIO-EXIT-ON-EOF", "STDIO-EOF-DRAIN", "STDIO-BACKPRESSURE")
 def test_output_still_queued_at_eof_is_written_out_before_the_server_exits(spawn: Spawn) -> None:
     server = spawn(extra_env={"MCP_REF_LOG_LEVEL": "INFO"})
-    # 100 kB: fills the 64 KiB pipe, and the rest waits in the transport's buffer.
-    server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/100000"}))
+    # 3 MB: fills the pipe (1 MiB on Linux: the server widens it, mcp_ref.layers.pipesize), and
+    # the rest waits in the transport's buffer.
+    server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/3000000"}))
     server.close_stdin()
     # The server reaches its shutdown with the response still unread: the client reads only now.
     server.wait_for_stderr("shutting down: reading no more input")
     server.wait_for_full_stdout()
     messages = server.read_until_eof()
-    assert [len(m["result"]["contents"][0]["text"]) for m in messages] == [100000]
+    assert [len(m["result"]["contents"][0]["text"]) for m in messages] == [3000000]
     server.assert_exit(0)
 
 
@@ -688,20 +689,20 @@ def test_a_response_larger_than_the_pipe_buffer_arrives_whole_to_a_slow_reader(s
 def test_an_answered_id_may_be_reused_at_once_even_while_the_pipe_is_draining(spawn: Spawn) -> None:
     server = spawn()
     server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/300000"}))
-    server.send(modern_request(2, "resources/read", {"uri": "memo://bytes/300001"}))
+    server.send(modern_request(2, "resources/read", {"uri": "memo://bytes/3000001"}))  # more than the pipe holds
     assert len(server.response(1)["result"]["contents"][0]["text"]) == 300_000
     # Request 1 is answered; the second answer still fills the pipe and the transport's buffer, as
     # we are not reading it yet. The client may use id 1 again now.
     assert result_text(server.request(tool_call(1, "echo", {"text": "id 1 again"}))) == "id 1 again"
-    assert len(server.response(2)["result"]["contents"][0]["text"]) == 300_001
+    assert len(server.response(2)["result"]["contents"][0]["text"]) == 3_000_001
 
 
 @pytest.mark.req("STDIO-BACKPRESSURE", "STDIO-RESPONSES-BY-ID")
 def test_requests_waiting_for_a_full_pipe_all_complete_once_it_drains(spawn: Spawn) -> None:
     server = spawn(shutdown_grace="30")
-    server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/1000000"}))
+    server.send(modern_request(1, "resources/read", {"uri": "memo://bytes/3000000"}))  # more than the pipe holds
     server.send(tool_call(2, "echo", {"text": "also waits for the pipe"}))
-    assert len(server.response(1)["result"]["contents"][0]["text"]) == 1_000_000
+    assert len(server.response(1)["result"]["contents"][0]["text"]) == 3_000_000
     server.response(2)
     # Nothing is left in flight: with a 30 s grace period, only stuck requests could delay the exit.
     started = time.monotonic()

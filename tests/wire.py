@@ -560,9 +560,10 @@ class ServerProcess:
         import termios
 
         fd = self._stdout_fd()
-        capacity = fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032))
         deadline = time.monotonic() + timeout
-        while struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] < capacity:
+        # The capacity is asked each time: the server widens its stdout pipe when it starts
+        # (mcp_ref.layers.pipesize), maybe after this wait began.
+        while struct.unpack("i", fcntl.ioctl(fd, termios.FIONREAD, b"\0" * 4))[0] < fcntl.fcntl(fd, getattr(fcntl, "F_GETPIPE_SZ", 1032)):
             if time.monotonic() > deadline:
                 raise WireTimeout(f"stdout pipe still not full after {timeout} s\n{self._diagnostics()}")
             time.sleep(0.01)  # the poll interval: the condition is the pipe

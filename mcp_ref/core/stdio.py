@@ -16,8 +16,10 @@ Theory of operation
   ``/dev/null`` are read and written directly; where the loop cannot poll them (Windows' Proactor
   loop; Windows has no non-blocking pipes), or when ``MCP_REF_STDIO=threads`` (or
   ``run(stdio_mode="threads")``) forces it, two small threads do blocking reads and writes, one
-  chunk at a time, asked for by the loop. ``MCP_REF_STDIO`` is ``auto`` (the default: poll when
-  the loop can, else threads), ``poll`` or ``threads``; the choice is logged once at debug level.
+  chunk at a time, asked for by the loop. On Linux a stdout pipe is asked to hold 1 MiB first
+  (``mcp_ref.layers.pipesize``: a large answer leaves in fewer writes). ``MCP_REF_STDIO`` is
+  ``auto`` (the default: poll when the loop can, else threads), ``poll`` or ``threads``; the
+  choice is logged once at debug level.
   Every budget, the output queue and its accounting stay on the loop, so framing, backpressure,
   bounded memory, cancellation and shutdown are the same code whatever the backend. Tests give
   ``StdioSession`` in-memory streams instead (``streams.MemoryInput``, ``streams.MemoryOutput``).

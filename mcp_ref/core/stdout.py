@@ -21,7 +21,10 @@ descriptor it is ``os.writev`` itself, so the steady-state write path is ``write
 ``drain`` -> ``_flush``, three functions here), ``want_writable`` asks to be called back when
 more fits, ``on_broken`` is a closed stdout. Bytes count as queued until the stream has taken
 them; the thread backend's writer thread holds at most one pipe buffer's worth
-(``streams.THREAD_WRITE_BYTES``) beyond that, and ``close`` waits for it as for the queue.
+(``streams.THREAD_WRITE_BYTES``) beyond that, and ``close`` waits for it as for the queue. What
+fits now is what the kernel's pipe buffer has room for: on Linux a stdout pipe is widened to
+1 MiB (``mcp_ref.layers.pipesize``), so an 8 MiB image's 11 MiB line leaves in about a dozen
+``writev`` calls, not ~170. The marks above count only what is still in the process.
 
 Cancel-safety: ``drain`` and ``close`` only stop *waiting* when cancelled (what was queued stays
 queued; a cancelled ``close`` still closes the output). Everything else is a plain function.

@@ -13,7 +13,8 @@ from the event loop's thread only. The backend is chosen once, per descriptor
 * **Polled** (``PolledReader``, ``PolledWriter``): pipes, sockets and TTYs, watched by the event
   loop (``add_reader``/``add_writer``) and read and written with non-blocking ``os.read`` and
   ``os.writev``; no thread, and stdin and stdout may be one socket. The default where the loop can
-  wait on descriptors.
+  wait on descriptors. A stdout pipe is widened first, on Linux, to 1 MiB
+  (``mcp_ref.layers.pipesize``: a large answer leaves in fewer writes), whatever the backend.
 * **Files** (``FileReader``, ``FileWriter``): a regular file or ``/dev/null`` cannot be polled
   (epoll refuses it) and never blocks, so it is read and written with plain ``os`` calls.
 * **Threads** (``ThreadReader``, ``ThreadWriter``): where the loop cannot wait on descriptors
@@ -58,14 +59,16 @@ import stat
 from typing import Callable, Protocol, Sequence, Union
 
 from ..layers._stdio_threads import ReaderThread, WriterThread
+from ..layers.pipesize import widen_pipe
 
 Buffer = Union[bytes, memoryview]
 # The most the shell reads at once (and what the reader thread reads per ask): what a pipe holds.
 # Below glibc's mmap threshold (128 KiB), so each read's buffer comes from the heap: with 256 KiB,
 # every read of a small request cost an mmap, an mremap and a munmap (measured with strace).
 READ_CHUNK_BYTES = 64 * 1024
-# One chunk handed to the writer thread at a time: what a pipe's kernel buffer holds, so the
-# thread backend's bytes in transit are bounded as the polled backend's are.
+# One chunk handed to the writer thread at a time: what a pipe's kernel buffer holds by default,
+# so the thread backend's bytes in transit (a copy, in the process) stay small; the widened pipe
+# (layers.pipesize) is the kernel's memory, not the process's.
 THREAD_WRITE_BYTES = 64 * 1024
 # The in-memory client's "pipe" in each direction, as a Linux pipe's default buffer.
 MEMORY_PIPE_BYTES = 64 * 1024
@@ -163,7 +166,9 @@ def make_blocking(fd: int) -> None:
 
 
 def open_fd_streams(in_fd: int, out_fd: int, *, threads: bool) -> tuple[ReceiveStream, SendStream]:
-    """The streams for a pair of descriptors: files as files; the rest polled, or on threads."""
+    """The streams for a pair of descriptors: files as files; the rest polled, or on threads.
+    A stdout pipe is widened first (``pipesize``: fewer writes per large answer)."""
+    widen_pipe(out_fd)
     reader: ReceiveStream
     writer: SendStream
     if stat.S_ISREG(os.fstat(in_fd).st_mode) or (not threads and not is_pollable(in_fd)):
