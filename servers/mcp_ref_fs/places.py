@@ -12,7 +12,6 @@ import errno
 import os
 import re
 import stat
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal, Sequence
 
 from ._confine import MAX_LINK_HOPS
@@ -67,28 +66,54 @@ class _Escape(Exception):
 # --- roots and locations -------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
 class Root:
     """An allowed directory, opened once. ``display`` is how the user wrote it (absolute).
     ``fd`` holds the directory open: a descriptor on POSIX, the Windows mechanism's held handle
-    there. ``sep`` separates components in its paths (``\\`` for Windows paths)."""
+    there. ``sep`` separates components in its paths (``\\`` for Windows paths). Immutable by
+    convention; equal (and hashed) by its fields. (Roots and locations are plain classes, not
+    frozen dataclasses: creating those classes cost every start ~1 ms.)"""
 
-    display: str
-    real: str
-    fd: Any
-    sep: str = "/"
+    __slots__ = ("display", "real", "fd", "sep")
+
+    def __init__(self, display: str, real: str, fd: Any, sep: str = "/") -> None:
+        self.display, self.real, self.fd, self.sep = display, real, fd, sep
+
+    def _fields(self) -> tuple[str, str, Any, str]:
+        return (self.display, self.real, self.fd, self.sep)
+
+    def __eq__(self, other: object) -> bool:
+        return self._fields() == other._fields() if type(other) is Root else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return f"Root(display={self.display!r}, real={self.real!r}, fd={self.fd!r}, sep={self.sep!r})"
 
     @property
     def aliases(self) -> tuple[str, ...]:
         return (self.display,) if self.display == self.real else (self.display, self.real)
 
 
-@dataclass(frozen=True)
 class Location:
-    """A place inside a root: the root and the path components below it (already lexical-clean)."""
+    """A place inside a root: the root and the path components below it (already lexical-clean).
+    Immutable by convention; equal (and hashed) by root and parts."""
 
-    root: Root
-    parts: tuple[str, ...]
+    __slots__ = ("root", "parts")
+
+    def __init__(self, root: Root, parts: tuple[str, ...]) -> None:
+        self.root, self.parts = root, parts
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Location:
+            return NotImplemented
+        return self.parts == other.parts and self.root == other.root
+
+    def __hash__(self) -> int:
+        return hash((self.root, self.parts))
+
+    def __repr__(self) -> str:
+        return f"Location(root={self.root!r}, parts={self.parts!r})"
 
     @property
     def display(self) -> str:

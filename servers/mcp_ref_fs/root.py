@@ -79,7 +79,6 @@ import functools
 import os
 import posixpath
 import stat
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from . import _act
@@ -491,14 +490,18 @@ class Sandbox(Listings, Changes):
 # --- handles ----------------------------------------------------------------------------------------
 
 
-@dataclass
 class OpenFile(contextlib.AbstractContextManager["OpenFile"]):
     """A regular file opened for reading inside a root. Close it, or use ``with`` (which returns
-    the file itself, and closes it on the way out)."""
+    the file itself, and closes it on the way out). (A plain class: a dataclass costs start-up
+    time to create, and open files are never compared.)"""
 
-    fd: int
-    info: os.stat_result
-    location: Location
+    __slots__ = ("fd", "info", "location")
+
+    def __init__(self, fd: int, info: os.stat_result, location: Location) -> None:
+        self.fd, self.info, self.location = fd, info, location
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(fd={self.fd!r}, info={self.info!r}, location={self.location!r})"
 
     def read_at(self, offset: int, length: int) -> bytes:
         return os.pread(self.fd, length, offset)
