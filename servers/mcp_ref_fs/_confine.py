@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import errno
 import os
+from dataclasses import dataclass
 from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence
 
 # Links followed while resolving one path, as the kernel's own limit (MAXSYMLINKS = 40).
@@ -44,30 +45,20 @@ class Costly(Exception):
     caller does it again in a worker thread, where nothing limits the calls."""
 
 
+@dataclass(slots=True)
 class Meter:
     """System calls an operation on the event loop may still make (shared by its lookups)."""
 
-    __slots__ = ("steps",)
-
-    def __init__(self, steps: int) -> None:
-        self.steps = steps
-
-    def __repr__(self) -> str:
-        return f"Meter(steps={self.steps!r})"
+    steps: int
 
 
+@dataclass(slots=True)
 class Budget:
     """What one lookup may still spend: ``hops`` links followed, and system calls on ``meter``
-    (None: as many as it takes, in a worker thread). (Plain classes, not dataclasses: those cost
-    start-up time to create, and neither is compared.)"""
+    (None: as many as it takes, in a worker thread)."""
 
-    __slots__ = ("meter", "hops")
-
-    def __init__(self, meter: Meter | None = None, hops: int = MAX_LINK_HOPS) -> None:
-        self.meter, self.hops = meter, hops
-
-    def __repr__(self) -> str:
-        return f"Budget(meter={self.meter!r}, hops={self.hops!r})"
+    meter: Meter | None = None
+    hops: int = MAX_LINK_HOPS
 
     def step(self, count: int = 1) -> None:
         """``count`` more system calls: ``Costly`` once the meter (if any) is spent."""

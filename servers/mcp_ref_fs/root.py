@@ -79,6 +79,7 @@ import functools
 import os
 import posixpath
 import stat
+from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from . import _act
@@ -490,18 +491,14 @@ class Sandbox(Listings, Changes):
 # --- handles ----------------------------------------------------------------------------------------
 
 
+@dataclass
 class OpenFile(contextlib.AbstractContextManager["OpenFile"]):
     """A regular file opened for reading inside a root. Close it, or use ``with`` (which returns
-    the file itself, and closes it on the way out). (A plain class: a dataclass costs start-up
-    time to create, and open files are never compared.)"""
+    the file itself, and closes it on the way out)."""
 
-    __slots__ = ("fd", "info", "location")
-
-    def __init__(self, fd: int, info: os.stat_result, location: Location) -> None:
-        self.fd, self.info, self.location = fd, info, location
-
-    def __repr__(self) -> str:
-        return f"{type(self).__name__}(fd={self.fd!r}, info={self.info!r}, location={self.location!r})"
+    fd: int
+    info: os.stat_result
+    location: Location
 
     def read_at(self, offset: int, length: int) -> bytes:
         return os.pread(self.fd, length, offset)
