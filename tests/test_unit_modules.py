@@ -521,3 +521,44 @@ def test_a_server_start_up_does_not_import_what_only_some_requests_need():
     )
     unwanted = {"uuid", "secrets", "hashlib", "hmac", "datetime", "concurrent.futures.thread", "mcp_ref.features.prompts", "mcp_ref.features.completion"}
     assert modules & unwanted == set()
+
+
+def test_the_value_classes_compare_show_and_freeze_as_their_dataclasses_did():
+    # Plain classes since issue 21 (start-up time); what the dataclasses gave is kept.
+    from mcp_ref import Resource, ResourceTemplate, TaskSettings, Tool, ToolResult, WatchSet
+
+    for value, same, other in (
+        (CacheHint(5, "private"), CacheHint(ttl_ms=5, scope="private"), CacheHint(5)),
+        (TaskSettings(poll_interval_ms=10), TaskSettings(3600.0, 10), TaskSettings()),
+        (WatchSet(frozenset({"a://b"})), WatchSet(frozenset({"a://b"}), frozenset()), WatchSet()),
+    ):
+        assert value == same and hash(value) == hash(same) and value != other and value != 1
+        with pytest.raises(AttributeError):
+            value.lists = frozenset()  # type: ignore[misc, union-attr]
+    assert repr(CacheHint()) == "CacheHint(ttl_ms=0, scope='public')"
+    assert repr(WatchSet()) == "WatchSet(resource_uris=frozenset(), lists=frozenset())"
+    assert repr(TaskSettings()).startswith("TaskSettings(ttl_seconds=3600.0, poll_interval_ms=500, ")
+    with pytest.raises(ValueError):
+        CacheHint(-1)
+    with pytest.raises(ValueError):
+        TaskSettings(max_running=0)
+
+    def handler(ctx, arguments):
+        return "x"
+
+    assert ToolResult() == ToolResult([]) != ToolResult([], is_error=True)
+    assert ToolResult(structured_content={}).has_structured_content and ToolResult().content == []
+    assert repr(ToolResult()) == "ToolResult(content=[], structured_content=None, is_error=False, has_structured_content=False)"
+    tool = Tool("t", handler, "d")
+    assert tool == Tool("t", handler, "d", {"type": "object", "additionalProperties": False}) != Tool("u", handler, "d")
+    assert repr(tool).startswith("Tool(name='t', handler=") and "task=None)" in repr(tool) and not tool.is_coroutine
+    with pytest.raises(ValueError, match="inputSchema"):
+        Tool("t", handler, input_schema=None)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="tool name"):
+        Tool("a b", handler)
+    assert Resource("a://b", "b", handler) == Resource("a://b", "b", handler) != Resource("a://c", "b", handler)
+    template = ResourceTemplate("a://{x}", "x", handler)
+    assert template.template.match("a://1") is not None and "template=" not in repr(template).replace("uri_template=", "")
+    for unhashable in (ToolResult(), tool, Resource("a://b", "b", handler), template):
+        with pytest.raises(TypeError):
+            hash(unhashable)

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from .caching import CacheHint
@@ -52,25 +51,33 @@ def check_uri(uri: Any, where: str) -> None:
         raise ValueError(f"{where}: {uri!r} is not an absolute URI (scheme:..., RFC 3986; percent-encode other characters)")
 
 
-@dataclass
 class Resource:
-    """A resource with a fixed URI. ``handler(ctx)`` returns its contents."""
+    """A resource with a fixed URI. ``handler(ctx)`` returns its contents. (Resource and
+    ResourceTemplate are plain classes, not dataclasses: creating those cost every start ~1 ms.
+    They compare by their fields as the dataclasses did, and are not hashable.)"""
 
-    uri: str
-    name: str
-    handler: Callable[..., Any]
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    size: int | None = None
-    annotations: dict[str, Any] | None = None
-    icons: list[dict[str, Any]] | None = None
-    meta: dict[str, Any] | None = None
-    cache: CacheHint | None = None
+    __slots__ = ("uri", "name", "handler", "title", "description", "mime_type", "size", "annotations", "icons", "meta",
+                 "cache")
 
-    def __post_init__(self) -> None:
+    def __init__(self, uri: str, name: str, handler: Callable[..., Any], title: str | None = None,
+                 description: str | None = None, mime_type: str | None = None, size: int | None = None,
+                 annotations: dict[str, Any] | None = None, icons: list[dict[str, Any]] | None = None,
+                 meta: dict[str, Any] | None = None, cache: CacheHint | None = None) -> None:
+        self.uri, self.name, self.handler, self.title, self.description = uri, name, handler, title, description
+        self.mime_type, self.size, self.annotations, self.icons, self.meta = mime_type, size, annotations, icons, meta
+        self.cache = cache
         check_uri(self.uri, f"resource {self.name!r}")
         check_meta_keys(self.meta, f"resource {self.uri!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Resource:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return "Resource(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
     def definition(self) -> dict[str, Any]:
         """The resource as ``resources/list`` shows it."""
@@ -86,26 +93,32 @@ class Resource:
         )
 
 
-@dataclass
 class ResourceTemplate:
     """A family of resources: ``handler(ctx, uri, variables)`` reads one of them."""
 
-    uri_template: str
-    name: str
-    handler: Callable[..., Any]
-    title: str | None = None
-    description: str | None = None
-    mime_type: str | None = None
-    annotations: dict[str, Any] | None = None
-    icons: list[dict[str, Any]] | None = None
-    meta: dict[str, Any] | None = None
-    cache: CacheHint | None = None
-    template: UriTemplate = field(init=False, repr=False)
+    __slots__ = ("uri_template", "name", "handler", "title", "description", "mime_type", "annotations", "icons", "meta",
+                 "cache", "template")
 
-    def __post_init__(self) -> None:
+    def __init__(self, uri_template: str, name: str, handler: Callable[..., Any], title: str | None = None,
+                 description: str | None = None, mime_type: str | None = None,
+                 annotations: dict[str, Any] | None = None, icons: list[dict[str, Any]] | None = None,
+                 meta: dict[str, Any] | None = None, cache: CacheHint | None = None) -> None:
+        self.uri_template, self.name, self.handler, self.title = uri_template, name, handler, title
+        self.description, self.mime_type, self.annotations, self.icons = description, mime_type, annotations, icons
+        self.meta, self.cache = meta, cache
         self.template = UriTemplate(self.uri_template)
         check_uri(self.uri_template.split("{", 1)[0] + "x", f"resource template {self.name!r}")
         check_meta_keys(self.meta, f"resource template {self.uri_template!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not ResourceTemplate:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:  # (the parsed template is left out, as the dataclass did)
+        return "ResourceTemplate(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__[:-1]) + ")"
 
     def definition(self) -> dict[str, Any]:
         """The template as ``resources/templates/list`` shows it."""

@@ -23,7 +23,6 @@ import inspect
 import json
 import logging
 import re
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable
 
 from ..core.content import content_problem, text, with_optional
@@ -50,42 +49,77 @@ if TYPE_CHECKING:
 log = logging.getLogger("mcp_ref")
 
 TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
+_UNSET: Any = object()  # an argument not given (None is a value, refused where the dataclasses refused it)
 
 
-@dataclass
 class ToolResult:
-    """A full ``CallToolResult``: content blocks, optional structured content, error flag."""
+    """A full ``CallToolResult``: content blocks, optional structured content, error flag.
+    (ToolResult and Tool are plain classes, not dataclasses: creating those cost every start
+    ~1 ms. They compare by their fields as the dataclasses did, and are not hashable.)"""
 
-    content: list[dict[str, Any]] = field(default_factory=list)
-    structured_content: Any = None
-    is_error: bool = False
-    has_structured_content: bool = False
+    __slots__ = ("content", "structured_content", "is_error", "has_structured_content")
 
-    def __post_init__(self) -> None:
-        if self.structured_content is not None:
-            self.has_structured_content = True
+    def __init__(self, content: list[dict[str, Any]] = _UNSET, structured_content: Any = None,
+                 is_error: bool = False, has_structured_content: bool = False) -> None:
+        self.content: list[dict[str, Any]] = [] if content is _UNSET else content
+        self.structured_content = structured_content
+        self.is_error = is_error
+        self.has_structured_content = True if structured_content is not None else has_structured_content
+
+    def _values(self) -> tuple[Any, ...]:
+        return (self.content, self.structured_content, self.is_error, self.has_structured_content)
+
+    def __eq__(self, other: object) -> bool:
+        return self._values() == other._values() if type(other) is ToolResult else NotImplemented
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return (f"ToolResult(content={self.content!r}, structured_content={self.structured_content!r}, "
+                f"is_error={self.is_error!r}, has_structured_content={self.has_structured_content!r})")
 
 
-@dataclass
 class Tool:
     """A registered tool. ``handler(ctx, arguments)`` may be a coroutine function or a plain one."""
 
-    name: str
-    handler: Callable[..., Any]
-    description: str | None = None
-    input_schema: dict[str, Any] = field(default_factory=lambda: {"type": "object", "additionalProperties": False})
-    output_schema: dict[str, Any] | None = None
-    title: str | None = None
-    annotations: dict[str, Any] | None = None
-    icons: list[dict[str, Any]] | None = None
-    meta: dict[str, Any] | None = None
-    task: str | None = None  # tasks extension: None (never a task), "optional" or "required"
-    _check_arguments: SchemaCheck | None = field(default=None, repr=False)
-    _check_output: SchemaCheck | None = field(default=None, repr=False)
-    # A coroutine function runs on the event loop, awaited directly; a plain one on the handler pool.
-    is_coroutine: bool = field(default=False, init=False, repr=False, compare=False)
+    __slots__ = ("name", "handler", "description", "input_schema", "output_schema", "title", "annotations", "icons",
+                 "meta", "task", "_check_arguments", "_check_output", "is_coroutine")
+    _SHOWN = __slots__[:10]  # repr; equality compares these and the two checks
 
-    def __post_init__(self) -> None:
+    def __init__(self, name: str, handler: Callable[..., Any], description: str | None = None,
+                 input_schema: dict[str, Any] = _UNSET, output_schema: dict[str, Any] | None = None,
+                 title: str | None = None, annotations: dict[str, Any] | None = None,
+                 icons: list[dict[str, Any]] | None = None, meta: dict[str, Any] | None = None,
+                 task: str | None = None,  # tasks extension: None (never a task), "optional" or "required"
+                 _check_arguments: SchemaCheck | None = None, _check_output: SchemaCheck | None = None) -> None:
+        self.name = name
+        self.handler = handler
+        self.description = description
+        self.input_schema: dict[str, Any] = {"type": "object", "additionalProperties": False} if input_schema is _UNSET \
+            else input_schema
+        self.output_schema = output_schema
+        self.title = title
+        self.annotations = annotations
+        self.icons = icons
+        self.meta = meta
+        self.task = task
+        self._check_arguments = _check_arguments
+        self._check_output = _check_output
+        # A coroutine function runs on the event loop, awaited directly; a plain one on the handler pool.
+        self.is_coroutine = False
+        self._check()
+
+    def __eq__(self, other: object) -> bool:
+        if type(other) is not Tool:
+            return NotImplemented
+        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__[:12])
+
+    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
+
+    def __repr__(self) -> str:
+        return "Tool(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self._SHOWN) + ")"
+
+    def _check(self) -> None:
         self.is_coroutine = inspect.iscoroutinefunction(self.handler)
         if not isinstance(self.name, str) or not TOOL_NAME.fullmatch(self.name):
             raise ValueError(

@@ -8,6 +8,8 @@ touches the file system by name) -> ``_confine_*`` (how directories are opened b
 
 from __future__ import annotations
 
+from typing import Any, Callable
+
 from mcp_ref import RateLimit, Server
 
 from . import __version__ as VERSION
@@ -15,7 +17,6 @@ from .config import RATE_BURST_SECONDS, Config
 from .resources import READ_HINT, FsResources
 from .root import Sandbox
 from .tools import FsTools
-from .watch import Watcher
 
 INSTRUCTIONS = (
     "Read, search and change files inside the allowed directories (call list_allowed_directories first). "
@@ -37,6 +38,22 @@ def rate_limits(per_second: float) -> dict[str, RateLimit]:
     return {"tools/call": RateLimit(per_second, burst), "completion/complete": RateLimit(per_second, burst)}
 
 
+def watch_on_first_use(server: Server, sandbox: Sandbox) -> Callable[[Any], None]:
+    """The ``Server.on_watch`` hook: the ``Watcher`` (:mod:`.watch`) is made when what clients
+    listen for first changes. Most sessions never subscribe, so start-up does not import it."""
+    watcher: Any = None
+
+    def update(watched: Any) -> None:
+        nonlocal watcher
+        if watcher is None:
+            from .watch import Watcher
+
+            watcher = Watcher(server, sandbox)
+        watcher.update(watched)
+
+    return update
+
+
 def build_server(config: Config, sandbox: Sandbox) -> Server:
     """The configured server, ready to ``run()``."""
     server = Server(
@@ -52,5 +69,5 @@ def build_server(config: Config, sandbox: Sandbox) -> Server:
     )
     FsTools(server, sandbox, config)
     FsResources(server, sandbox, config)
-    server.on_watch(Watcher(server, sandbox).update)
+    server.on_watch(watch_on_first_use(server, sandbox))
     return server

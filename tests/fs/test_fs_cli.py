@@ -89,6 +89,41 @@ def test_start_up_imports_nothing_only_help_or_writes_need() -> None:
     modules = set(json.loads(done.stdout.splitlines()[-1]))
     assert modules & {"shutil", "bz2", "lzma", "secrets", "hmac", "random"} == set()
     assert modules & {"mcp_ref_fs.edits", "mcp_ref_fs.diffs", "mcp_ref.kit.typed"} == set()
+    # The watcher of subscribed files (its module and thread) comes with the first subscription.
+    assert "mcp_ref_fs.watch" not in modules
+
+
+def test_start_up_makes_only_the_dataclasses_each_request_makes() -> None:
+    # Creating a dataclass costs ~0.3-0.8 ms of start-up (its methods are generated and compiled):
+    # the classes mcp-ref-fs and mcp_ref make at start-up are plain classes (issue 21; Tool,
+    # Resource, CacheHint, WatchSet, Root...), but for these five, made on every read: a
+    # hand-written __init__ would lengthen the traced path of a read (tests/test_architecture.py),
+    # where the generated one is not counted.
+    environment = {name: value for name, value in os.environ.items() if not name.startswith("COVERAGE_")}
+    code = ("import sys, json\nfrom mcp_ref_fs.__main__ import parse_arguments\nfrom mcp_ref_fs.root import Sandbox\n"
+            "from mcp_ref_fs.server import build_server\nimport mcp_ref.core.stdio, mcp_ref.core.session\n"
+            "config = parse_arguments(['.'])\nbuild_server(config, Sandbox.open(config.roots))\n"
+            "made = sorted(f'{name}.{value.__name__}' for name, module in list(sys.modules.items())\n"
+            "              if name.startswith('mcp_ref') for value in vars(module).values()\n"
+            "              if isinstance(value, type) and value.__module__ == name and '__dataclass_fields__' in vars(value))\n"
+            "print(json.dumps(made))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True, env=environment)
+    assert json.loads(done.stdout.splitlines()[-1]) == [
+        "mcp_ref.core.session.InFlight", "mcp_ref_fs._confine.Budget", "mcp_ref_fs._confine.Meter",
+        "mcp_ref_fs.places.Location", "mcp_ref_fs.root.OpenFile"]
+
+
+def test_roots_and_locations_compare_and_hash_by_value() -> None:
+    from mcp_ref_fs.places import Location, Root
+
+    root = Root("/r", "/real/r", 3)
+    assert root == Root("/r", "/real/r", 3, "/") and hash(root) == hash(Root("/r", "/real/r", 3))
+    assert root != Root("/r", "/real/r", 4) and root != Root("/r", "/real/r", 3, "\\")
+    here = Location(root, ("a", "b"))
+    assert here == Location(Root("/r", "/real/r", 3), ("a", "b")) == Location(root, ("a",)).child("b")
+    assert {here: 1}[Location(root, ("a", "b"))] == 1 and here != Location(root, ("a",)) and here != ("a", "b")
+    assert repr(here) == "Location(root=Root(display='/r', real='/real/r', fd=3, sep='/'), parts=('a', 'b'))"
+    assert here.display == "/r/a/b" and here.relative == "a/b" and root.aliases == ("/r", "/real/r")
 
 
 def test_config_is_immutable_and_compares_by_value() -> None:
