@@ -1112,11 +1112,12 @@ def render_markdown(runner: Runner, results: dict[str, Any]) -> str:
 
 
 # How the report names each peer in a goal.
-PEER_NAMES = {"node": "the official Node server", "sdk": "the SDK server"}
+PEER_NAMES = {"node": "the official Node server", "sdk": "the SDK server",
+              "floor": "the floor (a Python line loop answering the same shape with json, no file work)"}
 
 
 def evaluate_targets(runner: Runner) -> list[dict[str, Any]]:
-    """The performance goals (issue 9), judged on this run's medians (absent peers: not judged).
+    """The performance goals (issue 9, and issue 21's marked so), judged on this run's medians (absent peers: not judged).
     Each ``what`` says, in a user's terms, what is measured and what it must be."""
     by = {(w, c): cell for (w, c), cell in runner.cells.items()}
     keys = {c.key for c in runner.contenders}
@@ -1174,6 +1175,23 @@ def evaluate_targets(runner: Runner) -> list[dict[str, Any]]:
             verdict(f"memory while answering a {label} of an 8 MiB file, at most 100 MiB", ok,
                     f"{cell.peak_rss_mib:.0f} MiB at its peak ({cell.idle_rss_mib or 0:.0f} idle)"
                     + ("" if ok else f", {cell.peak_rss_mib - 100:.0f} MiB too much"))
+    # Issue 21's goals: closer to Node and the SDK, and to the floor of the language.
+    ratio_target("[issue 21] 500 list_directory calls of 200 entries sent without waiting", "list", "node", 1.0)
+    ratio_target("[issue 21] 500 list_directory calls of 200 entries sent without waiting", "list", "sdk", 0.3)
+    ratio_target("[issue 21] 2,000 reads of a 1 KiB file sent without waiting", "reads", "floor", 1.5)
+    ratio_target("[issue 21] 2,000 reads of a 1 KiB file sent without waiting", "reads", "node", 0.5)
+    ratio_target("[issue 21] one read after another, the 99th percentile", "seq", "node", 0.5, name="p99")
+    for workload, doing in (("cold_first", "starting the server and answering its first request"),
+                            ("cold_read", "starting the server and answering its first read_text_file")):
+        ratio_target(f"[issue 21] {doing}", workload, "floor", 1.2)
+        ratio_target(f"[issue 21] {doing}", workload, "node", 0.3)
+    ratio_target("[issue 21] read_media_file of an 8 MiB file", "media", "sdk", 0.6)
+    mine, theirs = by.get(("media", "ref")), by.get(("media", "sdk"))
+    if mine is not None and theirs is not None and mine.peak_rss_mib and theirs.peak_rss_mib:
+        share = mine.peak_rss_mib / theirs.peak_rss_mib
+        verdict("[issue 21] memory while answering a read_media_file of an 8 MiB file, at most 0.50x the SDK server's peak",
+                share <= 0.5, f"{mine.peak_rss_mib:.0f} MiB against {theirs.peak_rss_mib:.0f} MiB, {share:.2f}x", ratio=share, limit=0.5)
+    ratio_target("[issue 21] search_files **/*.py over 10,000 files", "search", "sdk", 0.8)
     first = med("reslist", "ref")
     if first is not None:
         verdict("resources/list over 10,000 files, the first page within 50 ms", first < 50, fmt_ms(first))
