@@ -469,6 +469,11 @@ class Server:
             self._watch_hooks.start()
         self._sessions = (*self._sessions, session)
 
+    @property
+    def serving(self) -> bool:
+        """Whether a session is being served (attached and not yet detached)."""
+        return bool(self._sessions)
+
     async def detach(self, session: Session) -> None:
         """``session`` has ended: it hears nothing more. Watch hooks hear what the others still
         watch; after the last one, the empty set (coroutine hooks get a bounded time to take it in)."""
@@ -510,7 +515,8 @@ class Server:
         return self._busy_threads
 
     def close(self) -> None:
-        """Release the handler pool without waiting for handlers that are still running."""
+        """Release the handler pool without waiting for handlers that are still running (the
+        stdio shell does it when the last session it serves has ended)."""
         if self._pool is not None:
             self._pool.shutdown(wait=False, cancel_futures=True)
             self._pool = None

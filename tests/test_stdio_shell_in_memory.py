@@ -217,3 +217,31 @@ async def test_a_polled_reader_sets_only_its_newest_event_and_watches_nothing_wh
         os.close(read_fd)
         if write_fd >= 0:
             os.close(write_fd)
+
+
+@pytest.mark.req("STDIO-EOF-DRAIN")
+async def test_one_session_ending_leaves_another_sessions_queued_synchronous_calls_to_run(shells: list[Shell]) -> None:
+    # The handler pool is the server's: the first session to end must not shut it down under the
+    # other one (its queued calls were cancelled: -32603).
+    import threading
+
+    server = Server("shared", "1.0", handler_threads=2)
+    gate = threading.Event()
+
+    @server.tool()
+    def blocking(ctx: Any, args: dict[str, Any]) -> str:
+        gate.wait(TIMEOUT)
+        return "done"
+
+    shells.append(first := Shell(server))
+    shells.append(second := Shell(server))
+    first.send(*(tool_call(i, "blocking") for i in range(6)))
+    await until(lambda: server.busy_handler_threads == 2)
+    second.stdin.end()
+    assert await second.rest() == []
+    gate.set()
+    answers = [await first.message() for _ in range(6)]
+    assert sorted(a["id"] for a in answers) == list(range(6))
+    assert all(a["result"]["content"][0]["text"] == "done" for a in answers), answers
+    first.stdin.end()
+    assert await first.rest() == []

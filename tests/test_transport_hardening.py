@@ -573,3 +573,46 @@ def test_the_threaded_stderr_sink_never_blocks_and_counts_what_it_drops() -> Non
     finally:
         os.close(read_end)
         os.close(write_end)
+
+
+# --- a stdin that is always readable (a file, a device) -------------------------------------------
+
+
+def cpu_seconds(pid: int) -> float:
+    """User + system CPU time of a process so far (Linux ``/proc``)."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+@pytest.mark.req("STDIO-SHUTDOWN-BOUNDED")
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="/dev/zero, and the server's CPU time from /proc (Linux)")
+def test_a_signal_stops_a_server_whose_stdin_never_ends() -> None:
+    # /dev/zero is always readable and never ends: the read loop must still give the event loop
+    # its turn, or the SIGTERM handler never runs (the server ran until SIGKILL).
+    with open("/dev/zero", "rb") as zeros:
+        with ServerProcess(module=MODULE, stdin=zeros, schema=None) as server:
+            deadline = time.monotonic() + 20
+            while cpu_seconds(server.pid) < 0.3:  # it is reading
+                assert time.monotonic() < deadline and server.returncode is None, "the server did not start reading"
+                time.sleep(0.02)
+            server.signal(signal.SIGTERM)
+            assert server.wait(20) == 0
+
+
+@pytest.mark.req("STDIO-EOF-DRAIN")
+@pytest.mark.skipif(not Path("/proc/self/fdinfo").exists(), reason="reads the server's stdin offset from /proc (Linux)")
+def test_a_request_at_the_start_of_a_long_stdin_file_is_answered_before_the_file_is_read(tmp_path: Path) -> None:
+    # The request's task must run while the rest of the file (40 MB of blank lines) is read,
+    # not after it: each chunk is read in a turn of the loop of its own.
+    requests = tmp_path / "requests.jsonl"
+    with open(requests, "wb") as out:
+        out.write(encode_line(modern_request(1, "server/discover")))
+        out.write(b"\n" * (40 * MiB))
+    size = requests.stat().st_size
+    with open(requests, "rb") as stdin, ServerProcess(module=MODULE, stdin=stdin, schema=None) as server:
+        answer = server.read_message(timeout=30)
+        assert answer["id"] == 1 and "result" in answer
+        position = int(Path(f"/proc/{server.pid}/fdinfo/0").read_text().split()[1])
+        assert position < size, "the answer came only once the whole file was read"
+        server.signal(signal.SIGTERM)
+        assert server.wait(20) == 0

@@ -192,7 +192,12 @@ class StdioSession:
                         await wanted.wait()
                     readable = reader.when_readable()
                     continue
-                await readable.wait()
+                if readable.is_set():
+                    # Ready already (a file, or bytes waiting): awaiting a set event does not
+                    # suspend, so give the loop its turn (signals, the requests a chunk started).
+                    await asyncio.sleep(0)
+                else:
+                    await readable.wait()
                 readable = reader.when_readable()
                 try:
                     data = reader.receive_some(READ_CHUNK_BYTES)
@@ -270,7 +275,8 @@ class StdioSession:
         await session.shutdown(max(0.0, grace_ends - loop.time()))
         # 4. Output goes out until the flush deadline, no longer.
         await output.close()
-        self.server.close()
+        if not self.server.serving:  # the handler pool is the server's: the last session releases it
+            self.server.close()
 
 
 def _check_seconds(name: str, value: Any) -> None:
