@@ -18,10 +18,10 @@ where synchronous handlers run). The author's kit:
 
 Where the modules live: ``server`` beside this file (the API); ``core/`` (content, context, control,
 dispatcher, errors, meta, session, stdio, stdout, streams, versions, wire); ``layers/``
-(_stdio_threads, fastjson, handlerthreads, idscan, outputbudget, pipesize, splice, stderr);
-``features/`` (caching, completion, discover, legacy, legacyinput, mrtr, outgoing, pagination,
-prompts, requeststate, resources, schemas, sealing, subscriptions, tasks, tools, uritemplate,
-watch); ``kit/`` (request, testing, typed). Each floor's ``__init__`` says what it holds.
+(_stdio_threads, fastjson, handlerthreads, idscan, outputbudget, pipesize, records, splice,
+stderr); ``features/`` (caching, completion, discover, legacy, legacyinput, mrtr, outgoing,
+pagination, prompts, requeststate, resources, schemas, sealing, subscriptions, tasks, tools,
+uritemplate, watch); ``kit/`` (request, testing, typed). Each floor's ``__init__`` says what it holds.
 """
 
 from __future__ import annotations

@@ -28,6 +28,7 @@ from .caching import CacheHint
 from ..core.content import blob_resource, resource_contents_problem, text_resource, with_optional
 from ..core.errors import InternalError, InvalidParams, ResourceNotFound, clip
 from ..core.meta import check_meta_keys
+from ..layers.records import Record
 from .pagination import LIST_CHANGED, decode_cursor, encode_cursor, invalid_cursor, is_offset, page_result
 from .uritemplate import UriTemplate
 
@@ -51,10 +52,9 @@ def check_uri(uri: Any, where: str) -> None:
         raise ValueError(f"{where}: {uri!r} is not an absolute URI (scheme:..., RFC 3986; percent-encode other characters)")
 
 
-class Resource:
-    """A resource with a fixed URI. ``handler(ctx)`` returns its contents. (Resource and
-    ResourceTemplate are plain classes, not dataclasses: creating those cost every start ~1 ms.
-    They compare by their fields as the dataclasses did, and are not hashable.)"""
+class Resource(Record):
+    """A resource with a fixed URI. ``handler(ctx)`` returns its contents. (A ``Record``, as
+    ``ResourceTemplate`` is: compared and shown by its fields, not hashable.)"""
 
     __slots__ = ("uri", "name", "handler", "title", "description", "mime_type", "size", "annotations", "icons", "meta",
                  "cache")
@@ -68,16 +68,6 @@ class Resource:
         self.cache = cache
         check_uri(self.uri, f"resource {self.name!r}")
         check_meta_keys(self.meta, f"resource {self.uri!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Resource:
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:
-        return "Resource(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__) + ")"
 
     def definition(self) -> dict[str, Any]:
         """The resource as ``resources/list`` shows it."""
@@ -93,11 +83,12 @@ class Resource:
         )
 
 
-class ResourceTemplate:
+class ResourceTemplate(Record):
     """A family of resources: ``handler(ctx, uri, variables)`` reads one of them."""
 
     __slots__ = ("uri_template", "name", "handler", "title", "description", "mime_type", "annotations", "icons", "meta",
                  "cache", "template")
+    SHOWN = __slots__[:-1]  # the parsed template is left out of the repr (it is compared, by identity)
 
     def __init__(self, uri_template: str, name: str, handler: Callable[..., Any], title: str | None = None,
                  description: str | None = None, mime_type: str | None = None,
@@ -109,16 +100,6 @@ class ResourceTemplate:
         self.template = UriTemplate(self.uri_template)
         check_uri(self.uri_template.split("{", 1)[0] + "x", f"resource template {self.name!r}")
         check_meta_keys(self.meta, f"resource template {self.uri_template!r}")
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not ResourceTemplate:
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__)
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:  # (the parsed template is left out, as the dataclass did)
-        return "ResourceTemplate(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self.__slots__[:-1]) + ")"
 
     def definition(self) -> dict[str, Any]:
         """The template as ``resources/templates/list`` shows it."""

@@ -39,6 +39,7 @@ from ..core.meta import check_meta_keys
 from .mrtr import InputRequired
 from .pagination import page_result
 from .schemas import SchemaCheck, SchemaError, check_bounds, compile_schema, dialect_of
+from ..layers.records import Record
 from ..layers.splice import Marked
 from .tasks import TASK_SUPPORT
 
@@ -52,10 +53,9 @@ TOOL_NAME = re.compile(r"[A-Za-z0-9_.\-]{1,128}")
 _UNSET: Any = object()  # an argument not given (None is a value, refused where the dataclasses refused it)
 
 
-class ToolResult:
+class ToolResult(Record):
     """A full ``CallToolResult``: content blocks, optional structured content, error flag.
-    (ToolResult and Tool are plain classes, not dataclasses: creating those cost every start
-    ~1 ms. They compare by their fields as the dataclasses did, and are not hashable.)"""
+    (A ``Record``, as ``Tool`` is: compared and shown by its fields, not hashable.)"""
 
     __slots__ = ("content", "structured_content", "is_error", "has_structured_content")
 
@@ -66,25 +66,15 @@ class ToolResult:
         self.is_error = is_error
         self.has_structured_content = True if structured_content is not None else has_structured_content
 
-    def _values(self) -> tuple[Any, ...]:
-        return (self.content, self.structured_content, self.is_error, self.has_structured_content)
-
-    def __eq__(self, other: object) -> bool:
-        return self._values() == other._values() if type(other) is ToolResult else NotImplemented
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:
-        return (f"ToolResult(content={self.content!r}, structured_content={self.structured_content!r}, "
-                f"is_error={self.is_error!r}, has_structured_content={self.has_structured_content!r})")
 
 
-class Tool:
+class Tool(Record):
     """A registered tool. ``handler(ctx, arguments)`` may be a coroutine function or a plain one."""
 
     __slots__ = ("name", "handler", "description", "input_schema", "output_schema", "title", "annotations", "icons",
                  "meta", "task", "_check_arguments", "_check_output", "is_coroutine")
-    _SHOWN = __slots__[:10]  # repr; equality compares these and the two checks
+    FIELDS = __slots__[:12]  # all but is_coroutine (derived from the handler)
+    SHOWN = __slots__[:10]  # the checks are left out of the repr
 
     def __init__(self, name: str, handler: Callable[..., Any], description: str | None = None,
                  input_schema: dict[str, Any] = _UNSET, output_schema: dict[str, Any] | None = None,
@@ -108,16 +98,6 @@ class Tool:
         # A coroutine function runs on the event loop, awaited directly; a plain one on the handler pool.
         self.is_coroutine = False
         self._check()
-
-    def __eq__(self, other: object) -> bool:
-        if type(other) is not Tool:
-            return NotImplemented
-        return all(getattr(self, name) == getattr(other, name) for name in self.__slots__[:12])
-
-    __hash__ = None  # type: ignore[assignment]  # mutable, compared by value
-
-    def __repr__(self) -> str:
-        return "Tool(" + ", ".join(f"{name}={getattr(self, name)!r}" for name in self._SHOWN) + ")"
 
     def _check(self) -> None:
         self.is_coroutine = inspect.iscoroutinefunction(self.handler)
