@@ -11,7 +11,8 @@ give what the dataclasses gave:
 * ``FrozenRecord``: the same, hashable by its fields, and no assignment after ``__init__`` (which
   sets its fields with ``object.__setattr__``).
 
-``dataclasses.replace`` and ``dataclasses.fields`` do not apply to them.
+``dataclasses.replace`` and ``dataclasses.fields`` do not apply to them. The wire's events
+(``core.wire.Request`` and its kin) are records too: one is made for every message.
 """
 
 from __future__ import annotations
