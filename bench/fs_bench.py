@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """The filesystem-server benchmark: mcp-ref-fs next to the servers users would otherwise pick.
 
-    python bench/fs_bench.py                  # mcp-ref-fs (modern and legacy era) and the floor
+    python bench/fs_bench.py                  # mcp-ref-fs (modern and legacy era) and the two floors
     python bench/fs_bench.py --peers          # also the official Python SDK and Node servers
     python bench/fs_bench.py --quick --peers  # fewer samples, under a minute once the peers are installed
     python bench/fs_bench.py --markdown out.md --json out.json
@@ -307,8 +307,13 @@ def make_contenders(peers: dict[str, Any], fixture_small: str, variant: str | No
         node = peers["node"]
         contenders.append(Contender("node", "Node official", "node", "legacy", lambda root: [node, entry, root],
                                     env=dict(os.environ)))
-    contenders.append(Contender("floor", "floor", "floor", "modern",
-                                lambda root: [PY, os.path.join(HERE, "floor_server.py"), "--text-file", fixture_small]))
+    # Issue 21's floor is an asyncio server (readline, json, a canned answer); the bare floor, a
+    # blocking line loop with no event loop, shows what asyncio itself costs.
+    floor = os.path.join(HERE, "floor_server.py")
+    contenders.append(Contender("floor", "floor (asyncio)", "floor", "modern",
+                                lambda root: [PY, floor, "--asyncio", "--text-file", fixture_small]))
+    contenders.append(Contender("bare_floor", "bare floor", "floor", "modern",
+                                lambda root: [PY, floor, "--text-file", fixture_small]))
     return contenders
 
 
@@ -1113,7 +1118,8 @@ def render_markdown(runner: Runner, results: dict[str, Any]) -> str:
 
 # How the report names each peer in a goal.
 PEER_NAMES = {"node": "the official Node server", "sdk": "the SDK server",
-              "floor": "the floor (a Python line loop answering the same shape with json, no file work)"}
+              "floor": "the floor (an asyncio line loop answering the same shape with json, no file work)",
+              "bare_floor": "the bare floor (a blocking Python line loop, no asyncio)"}
 
 
 def evaluate_targets(runner: Runner) -> list[dict[str, Any]]:
