@@ -21,7 +21,7 @@ from . import content
 # The answer helpers under the names this module has always used for them.
 from .answers import answer as _result, first_bytes as _first_bytes, last_bytes as _last_bytes
 from .answers import HOSTS_PARSING_TEXT, LEAST_DATA_BYTES, base64_answer_bytes, count, data_budget, for_client, line_index, media_note, next_call
-from .answers import binary_file, not_utf8, reserve_for, text_answer_bytes
+from .answers import binary_file, not_utf8, reserve_for, surely_fits, text_answer_bytes
 from .answers import text_answer as _text_answer
 from .definitions import PATH, READ_ONLY, Definition, definitions, output, schema, tool
 from .offload import IN_LOOP_READ_BYTES, Stop, Stopped, off_loop, read_start
@@ -138,9 +138,9 @@ class FsTools(WalkTools, WritingTools):
         windowed = head is not None or tail is not None or offset is not None or limit is not None
         with await sandboxed(self.sandbox.open_file, arguments["path"]) as opened:  # confine, open
             size = opened.info.st_size
-            if room is None:  # a whole file no longer than any answer's least room fits, whoever asks
-                small = 0 < size <= LEAST_DATA_BYTES and not windowed
-                room = LEAST_DATA_BYTES if small else data_budget(ctx, self.config.max_answer_bytes, arguments)
+            if room is None:  # a whole file that surely fits needs no budget reckoned: its room is its size
+                fits = not windowed and 0 < size and (size <= LEAST_DATA_BYTES or surely_fits(size, ctx, self.config.max_answer_bytes, arguments))
+                room = size if fits else data_budget(ctx, self.config.max_answer_bytes, arguments)
             cap = min(self.config.max_read_bytes, room)
             sample = opened.read_at(0, SNIFF_BYTES)  # read: all of a small file
             if ctx is not None and size > len(sample):  # a larger one's answer: reserved first when large

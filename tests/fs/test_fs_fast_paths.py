@@ -2,7 +2,8 @@
 
 Each shortcut is checked against a plain reference written here: ``display_name``'s test for
 printable ASCII, the one check of a whole listing's names (``tools._labels``), entries made without
-the named tuple's ``__new__``, a name search that reads the clock once per ``STOP_EVERY`` entries,
+the named tuple's ``__new__``, a whole-file read that skips reckoning its budget
+(``answers.surely_fits``), a name search that reads the clock once per ``STOP_EVERY`` entries,
 and the allocator setting taken for large reads (kept memory, given back when quiet). (``Glob.suffixes`` is checked in
 test_patterns.py.) No test here measures time.
 """
@@ -21,10 +22,12 @@ from pathlib import Path
 from typing import Any, Iterator
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mcp_ref import Server
 from mcp_ref_fs import listing, offload, walks
-from mcp_ref_fs.answers import fit_lines
+from mcp_ref_fs.answers import call_arguments, data_budget, fit_lines, surely_fits
 from mcp_ref_fs.config import Config
 from mcp_ref_fs.root import Entry, Sandbox, display_name
 from mcp_ref_fs.tools import FsTools
@@ -247,3 +250,38 @@ def test_the_thread_pool_is_not_imported_at_start_up() -> None:
 async def test_off_loop_still_runs_work_in_a_thread() -> None:
     assert await offload.off_loop(lambda stop: threading.current_thread() is not threading.main_thread())
     asyncio.get_running_loop()  # the loop is still usable afterwards
+
+
+# --- a whole-file read that skips reckoning its budget ---------------------------------------------
+
+# JSON values as tool arguments arrive: any character a JSON string can carry (controls, quotes,
+# backslashes, non-ASCII, line separators), numbers, booleans, null, nested lists and objects.
+_JSON_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(st.characters(exclude_categories=("Cs",)), max_size=40),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner, max_size=4),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=300, deadline=None)
+@given(arguments=st.dictionaries(st.text(max_size=10), _JSON_VALUES, max_size=5),
+       configured=st.sampled_from([None, 2000, 10_000, 45_000]),
+       client=st.sampled_from([None, "claude-code", "codex-mcp-client", "some-host"]),
+       size=st.integers(min_value=1, max_value=50_000))
+def test_a_read_that_surely_fits_fits_the_budget_reckoned_the_plain_way(arguments: dict[str, Any], configured: int | None,
+                                                                      client: str | None, size: int) -> None:
+    # surely_fits never says yes where data_budget (which encodes the arguments) would cut the file.
+    ctx = types.SimpleNamespace(client_info={"name": client} if client else None)
+    if surely_fits(size, ctx, configured, arguments):
+        assert size <= data_budget(ctx, configured, arguments)
+
+
+def test_surely_fits_bounds_the_worst_characters_and_says_yes_to_an_ordinary_read() -> None:
+    ctx = types.SimpleNamespace(client_info=None)
+    # A printable astral character is one character of repr and four bytes of the cue's UTF-8; a
+    # control character four of repr (\\x00) and six of JSON (\\u0000): the bound holds either way.
+    for worst in ({"path": "\U0001F600" * 100}, {"path": "\x00\x1f" * 50}):
+        assert len(repr(worst)) < len(call_arguments(worst).encode("utf-8")) <= 6 * len(repr(worst))
+        assert not surely_fits(data_budget(ctx, None, worst) + 1, ctx, None, worst)
+    assert surely_fits(1024, ctx, None, {"path": "/srv/project/src/module.py"})
