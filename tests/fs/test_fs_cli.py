@@ -193,3 +193,40 @@ def test_modern_only_refuses_initialize(tmp_path: Path) -> None:
         "protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}) + "\n"
     done = run("--modern-only", str(tmp_path), stdin=initialize)
     assert json.loads(done.stdout)["error"]["code"] == -32022
+
+
+def test_start_up_pauses_the_cyclic_collector_only_until_the_server_is_built(tmp_path: Path,
+                                                                             monkeypatch: pytest.MonkeyPatch) -> None:
+    # main() pauses gc while it imports and builds (issue 21: ~10 % of a cold start) and turns it
+    # back on before serving, and after a start-up that fails; a collector already off stays off.
+    import gc
+
+    from mcp_ref_fs import __main__ as entry, server as fs_server
+
+    seen: list[tuple[str, bool]] = []
+    built = fs_server.build_server
+
+    class Served:
+        def __init__(self, real: object) -> None:
+            self.real = real
+
+        def run(self) -> int:
+            seen.append(("run", gc.isenabled()))
+            return 0
+
+    def build(config: object, sandbox: object) -> Served:
+        seen.append(("build", gc.isenabled()))
+        return Served(built(config, sandbox))
+
+    monkeypatch.setattr(fs_server, "build_server", build)
+    assert gc.isenabled()
+    try:
+        assert entry.main([str(tmp_path)]) == 0
+        assert seen == [("build", False), ("run", True)] and gc.isenabled()
+        assert entry.main([str(tmp_path / "missing")]) == 2 and gc.isenabled()
+        gc.disable()
+        seen.clear()
+        assert entry.main([str(tmp_path)]) == 0
+        assert seen == [("build", False), ("run", False)]
+    finally:
+        gc.enable()
