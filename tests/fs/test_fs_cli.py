@@ -197,8 +197,9 @@ def test_modern_only_refuses_initialize(tmp_path: Path) -> None:
 
 def test_start_up_pauses_the_cyclic_collector_only_until_the_server_is_built(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    # main() pauses gc while it imports and builds (issue 21: ~10 % of a cold start) and turns it
-    # back on before serving, and after a start-up that fails; a collector already off stays off.
+    # main() pauses gc while it imports and builds (issue 21: ~10 % of a cold start), freezes what
+    # start-up made and turns the collector back on before serving, and after a start-up that
+    # fails; a collector already off stays off.
     import gc
 
     from mcp_ref_fs import __main__ as entry, server as fs_server
@@ -222,7 +223,8 @@ def test_start_up_pauses_the_cyclic_collector_only_until_the_server_is_built(tmp
     assert gc.isenabled()
     try:
         assert entry.main([str(tmp_path)]) == 0
-        assert seen == [("build", False), ("run", True)] and gc.isenabled()
+        assert seen == [("build", False), ("run", True)] and gc.isenabled() and gc.get_freeze_count() > 0
+        gc.unfreeze()
         assert entry.main([str(tmp_path / "missing")]) == 2 and gc.isenabled()
         gc.disable()
         seen.clear()
@@ -230,3 +232,4 @@ def test_start_up_pauses_the_cyclic_collector_only_until_the_server_is_built(tmp
         assert seen == [("build", False), ("run", False)]
     finally:
         gc.enable()
+        gc.unfreeze()  # this test process is not a server: its objects go back to the collector
