@@ -23,7 +23,7 @@ from mcp_ref import ToolError, ToolResult
 
 from . import content
 from .definitions import INCLUDE_IGNORED, MAX_EXCLUDES, PATH, READ_ONLY, START, schema, tool
-from .answers import count, data_budget, fit_lines, next_call
+from .answers import count, data_budget, fit_lines, next_call, surely_fits
 from .answers import text_answer as _text_answer
 from .offload import STOP_EVERY, Stop, Stopped, off_loop
 from .root import Costly, Entry, FsError, Location, cheaply, display_name, sandboxed
@@ -131,11 +131,13 @@ class WalkTools:
         _location, names, kinds, total = listed
         lines = list(map(operator.add, map(_TAG_SPACE.__getitem__, kinds), _labels(names)))
         body = "\n".join(lines)
-        room = data_budget(ctx, self.config.max_answer_bytes, arguments)
         shown = len(lines)
-        if lines and (len(body) if body.isascii() else len(body.encode("utf-8"))) + 1 > room:  # as fit_lines counts
-            shown = fit_lines(lines, 0, room)
-            body = "\n".join(lines[:shown])
+        size = (len(body) if body.isascii() else len(body.encode("utf-8"))) + 1  # as fit_lines counts
+        if lines and not surely_fits(size, ctx, self.config.max_answer_bytes, arguments):
+            room = data_budget(ctx, self.config.max_answer_bytes, arguments)
+            if size > room:
+                shown = fit_lines(lines, 0, room)
+                body = "\n".join(lines[:shown])
         note = _page_note("list_directory", arguments, "entries", start, shown, total, start + shown < total)
         return _text_answer(body, [note] if note else [])
 

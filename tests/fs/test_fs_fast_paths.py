@@ -138,6 +138,7 @@ async def test_list_directory_fits_its_answer_budget_as_fit_lines_counts(tmp_pat
     try:
         tools = FsTools(Server("review", "0"), sandbox, Config(roots=(str(tmp_path),)))
         monkeypatch.setattr(walks, "data_budget", lambda ctx, configured, arguments: room)
+        monkeypatch.setattr(walks, "surely_fits", lambda size, ctx, configured, arguments: False)  # this budget, always
         result = await tools.list_directory(types.SimpleNamespace(client_info=None), {"path": "."})  # type: ignore[arg-type]
         lines = ["[FILE] a", "[FILE] bb", "[FILE] ccc", "[FILE] dé", "[FILE] eeeeeeeee"]
         shown = fit_lines(lines, 0, room)
