@@ -2,7 +2,8 @@
 
 Two floors, both answering every line with ``json.loads`` of the request and ``json.dumps`` of a
 fixed answer carrying the request's id, one write per answer (as a real server must for
-request/response traffic), with no framing checks, no validation and no file work:
+request/response traffic; mcp_ref instead writes the answers a loop iteration made in one
+``writev``), with no framing checks, no validation and no file work:
 
 * ``--asyncio``: the floor issue 21 sets mcp-ref-fs against, "asyncio readline + json.loads + a
   canned answer of the same shape + json.dumps": an ``asyncio.StreamReader`` on stdin, each line
@@ -11,8 +12,10 @@ request/response traffic), with no framing checks, no validation and no file wor
 * without it, the bare floor: a plain blocking ``for line in sys.stdin.buffer`` loop with no
   event loop at all (``bench.py`` measures the library against this one).
 
-With ``--text-file PATH`` (used by ``fs_bench.py``) every answer is shaped like a ``read_text_file``
-answer carrying that file's text (read once at start), in ``content`` and ``structuredContent``.
+With ``--text-file PATH`` (used by ``fs_bench.py``) every answer is shaped like mcp-ref-fs's
+``read_text_file`` answer carrying that file's text (read once at start): one text block, the
+result type and the server's ``_meta``, the text once (mcp-ref-fs's reading tools have no
+``structuredContent``).
 """
 
 import json
@@ -24,7 +27,8 @@ def canned_result() -> dict:
     if "--text-file" in sys.argv:
         with open(sys.argv[sys.argv.index("--text-file") + 1], encoding="utf-8") as handle:
             body = handle.read()
-        result = {"content": [{"type": "text", "text": body}], "structuredContent": {"content": body}, "resultType": "complete"}
+        result = {"content": [{"type": "text", "text": body}], "resultType": "complete",
+                  "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "floor", "version": "0"}}}
     return result
 
 
@@ -48,12 +52,16 @@ async def asyncio_floor(result: dict) -> None:
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=1 << 20)
     await loop.connect_read_pipe(lambda: asyncio.StreamReaderProtocol(reader), sys.stdin)
-    transport, protocol = await loop.connect_write_pipe(asyncio.streams.FlowControlMixin, sys.stdout)
+    # A StreamReaderProtocol on the write side too: it is the one that tells wait_closed() when
+    # the pipe has taken the last answer.
+    transport, protocol = await loop.connect_write_pipe(lambda: asyncio.StreamReaderProtocol(asyncio.StreamReader()), sys.stdout)
     writer = asyncio.StreamWriter(transport, protocol, None, loop)
     while line := await reader.readline():
         if line.strip():
             writer.write(answer(line, result))
             await writer.drain()
+    writer.close()  # EOF: every answer still buffered goes out before the loop closes
+    await writer.wait_closed()
 
 
 def main() -> None:

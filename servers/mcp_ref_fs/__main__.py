@@ -14,11 +14,14 @@ import argparse
 import gc
 import os
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from . import __version__ as VERSION
 from .config import Config
 from .options import add_server_options
+
+if TYPE_CHECKING:
+    from mcp_ref import Server
 
 SUBCOMMANDS = ("print-config", "install")  # as the first argument only
 SUBCOMMAND_USAGE = ("print-config --client HOST [OPTION ...] [ROOT ...]",
@@ -130,32 +133,39 @@ def parse_arguments(argv: list[str]) -> Config:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """Serve until stdin closes (or a signal); returns the exit status."""
+    """Serve until stdin closes (or a signal); returns the exit status.
+
+    Without ``argv`` (the console script, ``python -m mcp_ref_fs``) this call is the process's
+    whole life, and what start-up made is frozen out of the garbage collector's way (below);
+    with an ``argv`` list (tests, tools calling it in their own process) nothing is frozen."""
     arguments = sys.argv[1:] if argv is None else argv
     if arguments and arguments[0] in SUBCOMMANDS:
         from .hosts import hostconfig
 
         return hostconfig.main(arguments[0], arguments[1:])
     # Start-up makes tens of thousands of long-lived objects (the modules of asyncio, mcp_ref and
-    # this server, their classes and functions) and next to no garbage: the cyclic collector
-    # would only walk them, again and again as they pile up (~10 % of a cold start). It is paused
-    # until the server is built; then what start-up made is frozen (``gc.freeze``: moved where
-    # collections never look), so the first collection does not walk it all once more (~6 ms)
-    # and later ones stay small. The price: a cycle start-up left behind (argparse's parser) is
-    # never collected, a few KiB once.
+    # this server, their classes and functions) and little garbage: the cyclic collector would
+    # only walk them, again and again as they pile up (~10 % of a cold start). It is paused until
+    # the server is built (or start-up fails); then, for the process's own start, what start-up
+    # made is frozen (``gc.freeze``: moved where collections never look), so the first collection
+    # does not walk all of it once more (~6 ms) and later ones stay small. The price: the cycles
+    # start-up leaves behind (throwaway enum classes of socket, signal and ssl, argparse's
+    # parser) are never collected, ~85 KiB once. gc is process-wide: an in-process caller's other
+    # threads pause with it.
     collecting = gc.isenabled()
     gc.disable()
     try:
         server = _build(arguments)
+        if argv is None and not isinstance(server, int):
+            gc.freeze()
     finally:
-        gc.freeze()
         if collecting:
             gc.enable()
     return server if isinstance(server, int) else server.run()
 
 
-def _build(arguments: list[str]) -> Any:
-    """The ``Server`` to run for these arguments, or the exit status when there is none."""
+def _build(arguments: list[str]) -> Server | int:
+    """The ``Server`` to run for these arguments, or the exit status (2) when a root is unusable."""
     config = parse_arguments(arguments)
     if not config.roots:
         config = config.replace(roots=(os.getcwd(),))

@@ -130,11 +130,12 @@ def answer_budget(configured: int | None, client_info: dict[str, Any] | None) ->
 
 def surely_fits(size: int, ctx: Any, configured: int | None, arguments: dict[str, Any]) -> bool:
     """Does ``size`` bytes of data fit in :func:`data_budget`, whatever the cues repeating
-    ``arguments`` take, judged without encoding them? Of the arguments' ``repr`` (JSON values:
-    dicts, lists, strings, numbers, booleans, None), no character becomes more than six bytes of
-    :func:`call_arguments`' UTF-8 (a ``\\uXXXX`` escape at worst; four for any other character),
-    so ``12 * len(repr(arguments))`` bounds what the cues take from the budget. A read of a whole
-    file that fits so skips the JSON of its arguments: 10 % of a small read's CPU (issue 21)."""
+    ``arguments`` take, judged without encoding them? For JSON values (what a request's arguments
+    are), each character of their ``repr`` stands for at most four bytes of
+    :func:`call_arguments`' UTF-8 (a printable character beyond the BMP: one in ``repr``, four in
+    UTF-8; a control character is four in ``repr``, six as a JSON escape), so
+    ``12 * len(repr(arguments))`` bounds what the two cues take, with room to spare. A whole file
+    or listing that fits so skips the JSON of its arguments: 7.5 % of a small read (issue 21)."""
     budget = answer_budget(configured, getattr(ctx, "client_info", None))
     return size <= budget - CUE_BYTES - 12 * len(repr(arguments))
 

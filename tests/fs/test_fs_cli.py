@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -197,39 +198,48 @@ def test_modern_only_refuses_initialize(tmp_path: Path) -> None:
 
 def test_start_up_pauses_the_cyclic_collector_only_until_the_server_is_built(tmp_path: Path,
                                                                              monkeypatch: pytest.MonkeyPatch) -> None:
-    # main() pauses gc while it imports and builds (issue 21: ~10 % of a cold start), freezes what
-    # start-up made and turns the collector back on before serving, and after a start-up that
-    # fails; a collector already off stays off.
+    # main() pauses gc while it imports and builds (issue 21: ~10 % of a cold start) and turns it
+    # back on before serving, and after a start-up that fails or exits (argparse); a collector
+    # already off stays off. Only the process's own start (no argv) freezes what start-up made.
     import gc
 
     from mcp_ref_fs import __main__ as entry, server as fs_server
 
-    seen: list[tuple[str, bool]] = []
+    seen: list[tuple[str, bool, int]] = []
     built = fs_server.build_server
+    sandboxes: list[Any] = []
 
     class Served:
-        def __init__(self, real: object) -> None:
-            self.real = real
-
         def run(self) -> int:
-            seen.append(("run", gc.isenabled()))
+            seen.append(("run", gc.isenabled(), gc.get_freeze_count()))
             return 0
 
-    def build(config: object, sandbox: object) -> Served:
-        seen.append(("build", gc.isenabled()))
-        return Served(built(config, sandbox))
+    def build(config: Any, sandbox: Any) -> Served:
+        sandboxes.append(sandbox)
+        built(config, sandbox)
+        seen.append(("build", gc.isenabled(), gc.get_freeze_count()))
+        return Served()
 
     monkeypatch.setattr(fs_server, "build_server", build)
-    assert gc.isenabled()
+    assert gc.isenabled() and gc.get_freeze_count() == 0
     try:
-        assert entry.main([str(tmp_path)]) == 0
-        assert seen == [("build", False), ("run", True)] and gc.isenabled() and gc.get_freeze_count() > 0
-        gc.unfreeze()
+        assert entry.main([str(tmp_path)]) == 0  # called with an argv, as tests and tools do: nothing frozen
+        assert seen == [("build", False, 0), ("run", True, 0)]
         assert entry.main([str(tmp_path / "missing")]) == 2 and gc.isenabled()
+        with pytest.raises(SystemExit):
+            entry.main(["--no-such-option"])
+        assert gc.isenabled() and gc.get_freeze_count() == 0
+        seen.clear()
+        monkeypatch.setattr(sys, "argv", ["mcp-ref-fs", str(tmp_path)])
+        assert entry.main() == 0  # the process's own start: start-up's objects are frozen before serving
+        assert seen[0] == ("build", False, 0) and seen[1][:2] == ("run", True) and seen[1][2] > 10_000
+        gc.unfreeze()
         gc.disable()
         seen.clear()
         assert entry.main([str(tmp_path)]) == 0
-        assert seen == [("build", False), ("run", False)]
+        assert seen == [("build", False, 0), ("run", False, 0)]
     finally:
         gc.enable()
         gc.unfreeze()  # this test process is not a server: its objects go back to the collector
+        for sandbox in sandboxes:
+            sandbox.close()

@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import ctypes
 import errno
-import gc
 import importlib.util
 import itertools
 import os
@@ -671,7 +670,6 @@ def test_an_interactive_stdin_gets_a_hint_on_stderr_and_nothing_on_stdout(
     try:
         assert entry.main([str(root_dir)]) == 0
     finally:
-        gc.unfreeze()  # main() froze what start-up made: this test process is not a server
         for opened in served:
             opened.close()
     out, err = capsys.readouterr()

@@ -286,3 +286,34 @@ def test_surely_fits_bounds_the_worst_characters_and_says_yes_to_an_ordinary_rea
         assert len(repr(worst)) < len(call_arguments(worst).encode("utf-8")) <= 6 * len(repr(worst))
         assert not surely_fits(data_budget(ctx, None, worst) + 1, ctx, None, worst)
     assert surely_fits(1024, ctx, None, {"path": "/srv/project/src/module.py"})
+
+
+@pytest.mark.parametrize("client", [None, "codex-mcp-client", "claude-code"])
+async def test_reads_and_listings_that_surely_fit_answer_as_the_reckoned_budget_would(
+        tmp_path: Path, client: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Files and listings from well under to well over each client's budget: the answer with the
+    # shortcut (surely_fits) is the answer reckoned the plain way (surely_fits always no).
+    from mcp_ref_fs import tools as fs_tools
+
+    for size in (1, 999, 1001, 4000, 8000, 9400, 9800, 12_000, 40_000, 50_000):
+        (tmp_path / f"f{size:05d}.txt").write_text(("abcdefghij" * 7 + "\n") * (size // 71) + "z" * (size % 71))
+    for count in (5, 300, 1500):
+        folder = tmp_path / f"d{count}"
+        folder.mkdir()
+        for index in range(count):
+            (folder / f"entry-{index:05d}.txt").touch()
+    sandbox = Sandbox.open([str(tmp_path)])
+    try:
+        tools = FsTools(Server("fits", "0"), sandbox, Config(roots=(str(tmp_path),)))
+        ctx = types.SimpleNamespace(client_info={"name": client} if client else None, task_id=None)
+        calls = [(tools.read_text_file, {"path": str(path)}) for path in sorted(tmp_path.glob("f*.txt"))]
+        calls += [(tools.list_directory, {"path": f"d{count}"}) for count in (5, 300, 1500)]
+        shortcut = [await call(ctx, arguments) for call, arguments in calls]  # type: ignore[arg-type]
+        monkeypatch.setattr(fs_tools, "surely_fits", lambda size, ctx, configured, arguments: False)
+        monkeypatch.setattr(walks, "surely_fits", lambda size, ctx, configured, arguments: False)
+        plain = [await call(ctx, arguments) for call, arguments in calls]  # type: ignore[arg-type]
+        assert shortcut == plain
+        assert any(isinstance(answer, str) for answer in shortcut)  # some files came whole
+        assert any(not isinstance(answer, str) and len(answer.content) > 1 for answer in shortcut)  # and some in pages
+    finally:
+        sandbox.close()
