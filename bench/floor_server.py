@@ -1,9 +1,9 @@
 """The floor: the least a Python stdio JSON-RPC server can do per message.
 
 Two floors, both answering every line with ``json.loads`` of the request and ``json.dumps`` of a
-fixed answer carrying the request's id, one write per answer (as a real server must for
-request/response traffic; mcp_ref instead writes the answers a loop iteration made in one
-``writev``), with no framing checks, no validation and no file work:
+fixed answer carrying the request's id, written at once (one write per answer; mcp_ref writes the
+answers one loop iteration made in one ``writev``), with no framing checks, no validation and no
+file work:
 
 * ``--asyncio``: the floor issue 21 sets mcp-ref-fs against, "asyncio readline + json.loads + a
   canned answer of the same shape + json.dumps": an ``asyncio.StreamReader`` on stdin, each line

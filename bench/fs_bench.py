@@ -1118,8 +1118,7 @@ def render_markdown(runner: Runner, results: dict[str, Any]) -> str:
 
 # How the report names each peer in a goal.
 PEER_NAMES = {"node": "the official Node server", "sdk": "the SDK server",
-              "floor": "the floor (an asyncio line loop answering the same shape with json, no file work)",
-              "bare_floor": "the bare floor (a blocking Python line loop, no asyncio)"}
+              "floor": "the floor (an asyncio line loop answering the same shape with json, no file work)"}
 
 
 def evaluate_targets(runner: Runner) -> list[dict[str, Any]]:
