@@ -221,18 +221,21 @@ def test_start_up_pauses_the_cyclic_collector_only_until_the_server_is_built(tmp
         return Served()
 
     monkeypatch.setattr(fs_server, "build_server", build)
-    assert gc.isenabled() and gc.get_freeze_count() == 0
+    # Some interpreters start with objects already frozen (3.12.1: 375), so counts are relative.
+    frozen = gc.get_freeze_count()
+    assert gc.isenabled()
     try:
         assert entry.main([str(tmp_path)]) == 0  # called with an argv, as tests and tools do: nothing frozen
-        assert seen == [("build", False, 0), ("run", True, 0)]
+        assert seen == [("build", False, frozen), ("run", True, frozen)]
         assert entry.main([str(tmp_path / "missing")]) == 2 and gc.isenabled()
         with pytest.raises(SystemExit):
             entry.main(["--no-such-option"])
-        assert gc.isenabled() and gc.get_freeze_count() == 0
+        assert gc.isenabled() and gc.get_freeze_count() == frozen
         seen.clear()
         monkeypatch.setattr(sys, "argv", ["mcp-ref-fs", str(tmp_path)])
         assert entry.main() == 0  # the process's own start: start-up's objects are frozen before serving
-        assert seen[0] == ("build", False, 0) and seen[1][:2] == ("run", True) and seen[1][2] > 10_000
+        assert seen[0] == ("build", False, frozen) and seen[1][:2] == ("run", True)
+        assert seen[1][2] > frozen + 10_000
         gc.unfreeze()
         gc.disable()
         seen.clear()
