@@ -22,6 +22,14 @@ on the same fixture files:
   in flight, best of 3, all threads' ``/proc/<pid>/task/*/schedstat``) less all of the above: dispatch, the asyncio task, the
   event loop, reading and writing the pipes.
 
+A second table splits the same total on pipes another way, with no part timed alone: the same
+calls to ``answer_server.py``, a server on mcp_ref that answers each tool with exactly what
+mcp-ref-fs answered (recorded here from its handler) and does no file work. Its CPU per call is the
+library's, JSON's and the event loop's for that answer; the difference is mcp-ref-fs's file work as
+it costs in a running server (the parts above timed alone leave out what a process serving many
+calls pays on top: caches shared with the loop, the request's context). Last, the asyncio floor
+(``floor_server.py --asyncio``) on the same calls, answering the read's text.
+
 Standard library only, no assertions on time; Linux (``/proc``) for the last row.
 """
 
@@ -32,6 +40,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from typing import Any, Callable
@@ -176,13 +185,38 @@ def main(argv: list[str] | None = None) -> int:
     print(f"mcp_ref_fs from {os.path.dirname(sys.modules['mcp_ref_fs'].__file__ or '')}; "
           f"load average {os.getloadavg()[0]:.2f}; us of CPU per call")
     print(f"{'row':16} {'kernel':>7} {'sandbox':>8} {'tool':>7} {'valid.':>7} {'JSON':>7} {'rest':>7} {'total':>7}")
+    totals = {}
     for name, arguments, kernel, sandboxed_open, plain in rows:
         parts = measure_row(server.tools[name], ctx, arguments, kernel, sandboxed_open, plain, wire)
-        total = server_cpu_per_call([PY] + launcher + LIMITS + [root], name, arguments)
+        totals[name] = total = server_cpu_per_call([PY] + launcher + LIMITS + [root], name, arguments)
         rest = total - sum(parts)
         print(f"{name:16} " + " ".join(f"{part:7.1f}" for part in parts) + f" {rest:7.1f} {total:7.1f}")
+    print()
+    print(f"{'row':16} {'the same answer, no file work (answer_server.py)':>50} {'the file work in place':>24} {'total':>7}")
+    with tempfile.TemporaryDirectory() as folder:
+        recorded = os.path.join(folder, "answers.json")
+        with open(recorded, "w", encoding="utf-8") as handle:
+            json.dump(record_answers(server, ctx, rows), handle)
+        for name, arguments, *_ in rows:
+            library = server_cpu_per_call([PY, os.path.join(HERE, "answer_server.py"), recorded], name, arguments)
+            print(f"{name:16} {library:50.1f} {totals[name] - library:24.1f} {totals[name]:7.1f}")
+    floor = server_cpu_per_call([PY, os.path.join(HERE, "floor_server.py"), "--asyncio", "--text-file", os.path.join(root, "small.txt")],
+                                "read_text_file", {"path": "small.txt"})
+    print(f"the asyncio floor (floor_server.py --asyncio) answering read_text_file's text: {floor:.1f}")
     sandbox.close()
     return 0
+
+
+def record_answers(server: Any, ctx: Any, rows: list[Any]) -> dict[str, Any]:
+    """What ``answer_server.py`` needs to answer as mcp-ref-fs did: the server's name, version and
+    title, and per tool its input schema and its handler's value for the row's arguments."""
+    tools = {}
+    for name, arguments, *_ in rows:
+        tool = server.tools[name]
+        value = run_now(tool.handler(ctx, arguments))
+        tools[name] = {"input_schema": tool.input_schema,
+                       "value": value if isinstance(value, str) else {"content": value.content}}
+    return {"server": server.info, "tools": tools}
 
 
 if __name__ == "__main__":
