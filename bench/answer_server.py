@@ -4,12 +4,14 @@
 
 ANSWERS.json holds the server's name and version (``"server"``) and, for each tool (``"tools"``),
 its input schema and what mcp-ref-fs's handler returned for one call (``"value"``: a string, or
-``{"content": [...]}`` for a full result), recorded by ``fs_breakdown.py``. This server registers each tool with the same input schema and answers every
-call with that same value, through the same public API (``Server.add_tool``), so its answers are
-byte for byte those of mcp-ref-fs for the recorded arguments. On pipes, its CPU per call is what
-mcp_ref, JSON and the event loop cost for that answer; mcp-ref-fs's CPU per call less this one is
-what its file work costs in place (the sandbox, the system calls, the tool's own code), measured
-the way the rows of ``fs_bench.py`` are.
+``{"content": [...]}`` for a full result), recorded by ``fs_breakdown.py``. This server registers
+each tool with the same input schema and answers every call with that same value, through the
+same public API (``Server.add_tool``), so its answers are byte for byte those of mcp-ref-fs for
+the recorded arguments. On pipes, its CPU per call is what mcp_ref, JSON and the event loop cost
+for that answer; mcp-ref-fs's CPU per call less this one is what its file work costs in place (the
+sandbox, the system calls, the tool's own code), measured the way the rows of ``fs_bench.py`` are.
+The ``mcp_ref`` it runs on is the one Python finds first (``PYTHONPATH``, then the installed one),
+else this checkout's.
 """
 
 from __future__ import annotations
@@ -19,7 +21,7 @@ import os
 import sys
 from typing import Any
 
-sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # a checkout, uninstalled
+sys.path.append(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))  # a checkout, uninstalled
 
 from mcp_ref import Server, Tool, ToolResult  # noqa: E402
 

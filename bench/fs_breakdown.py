@@ -80,9 +80,9 @@ def request_line(number: int, tool: str, arguments: dict[str, Any]) -> bytes:
 
 
 def server_cpu_per_call(command: list[str], tool: str, arguments: dict[str, Any], calls: int = 1000,
-                        window: int = 32) -> float:
+                        window: int = 32, env: dict[str, str] | None = None) -> float:
     """us of server CPU per call: ``calls`` pipelined calls (``window`` in flight), after a warm-up."""
-    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    child = subprocess.Popen(command, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
     assert child.stdin is not None and child.stdout is not None
     stdin, stdout = child.stdin, child.stdout
 
@@ -193,12 +193,14 @@ def main(argv: list[str] | None = None) -> int:
         print(f"{name:16} " + " ".join(f"{part:7.1f}" for part in parts) + f" {rest:7.1f} {total:7.1f}")
     print()
     print(f"{'row':16} {'the same answer, no file work (answer_server.py)':>50} {'the file work in place':>24} {'total':>7}")
+    # With --servers, the library alone is that copy's mcp_ref when it has one (a --variant copy does).
+    variant_env = {**os.environ, "PYTHONPATH": os.path.abspath(options.servers)} if options.servers else None
     with tempfile.TemporaryDirectory() as folder:
         recorded = os.path.join(folder, "answers.json")
         with open(recorded, "w", encoding="utf-8") as handle:
             json.dump(record_answers(server, ctx, rows), handle)
         for name, arguments, *_ in rows:
-            library = server_cpu_per_call([PY, os.path.join(HERE, "answer_server.py"), recorded], name, arguments)
+            library = server_cpu_per_call([PY, os.path.join(HERE, "answer_server.py"), recorded], name, arguments, env=variant_env)
             print(f"{name:16} {library:50.1f} {totals[name] - library:24.1f} {totals[name]:7.1f}")
     floor = server_cpu_per_call([PY, os.path.join(HERE, "floor_server.py"), "--asyncio", "--text-file", os.path.join(root, "small.txt")],
                                 "read_text_file", {"path": "small.txt"})
