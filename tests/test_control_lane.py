@@ -15,7 +15,7 @@ from typing import Any, Iterator
 
 import pytest
 
-from mcp_ref.core.control import CONTROL_LANE, CONTROL_LANE_LIMIT, OVERTAKING_PATTERN
+from mcp_ref.core.control import CONTROL_LANE, CONTROL_LANE_LIMIT, overtaking_pattern
 from mcp_ref.core.wire import AHEAD_MAX_BYTES, Notification, Request, WireReader
 from tests.memory import gated_server, serve
 from tests.wire import ServerProcess, cancel, encode_line, is_response, long_call, modern_request, notification, tool_call
@@ -91,7 +91,7 @@ def lane_only(event: Any) -> bool:
     return isinstance(event, Request) and event.method in CONTROL_LANE
 
 
-PATTERN = OVERTAKING_PATTERN
+PATTERN = overtaking_pattern()
 
 
 def test_take_ahead_takes_the_wanted_messages_out_and_leaves_the_rest_in_order() -> None:

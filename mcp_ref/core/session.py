@@ -66,10 +66,9 @@ from __future__ import annotations
 import asyncio
 import logging
 import threading
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Protocol, Sequence, cast
 
-from .control import CONTROL_LANE, CONTROL_LANE_LIMIT, OVERTAKING_NOTIFICATIONS, OVERTAKING_PATTERN, OVERTAKING_REQUESTS, cancelled_request, notification_problem
+from .control import CONTROL_LANE, CONTROL_LANE_LIMIT, OVERTAKING_NOTIFICATIONS, OVERTAKING_REQUESTS, cancelled_request, notification_problem, overtaking_pattern
 from .dispatcher import answer
 from .errors import TOO_MANY_DIGITS, InternalError, InvalidRequest, clip, too_many_digits
 from ..features.legacy import LegacySession
@@ -196,18 +195,20 @@ def as_output(sink: Output | LineSink) -> Output:
     return _Lines(cast(LineSink, sink))
 
 
-@dataclass(slots=True, eq=False, repr=False)
 class InFlight:
     """A request being served: its task, its context once built, and what its answer holds."""
 
-    request: Request  # (its cost is counted in Session.in_flight_cost while the task lives)
-    session: Session
-    task: asyncio.Task[None] = field(init=False)  # set by Session._start, right after
-    context: RequestContext | None = None
-    cancelled: bool = False
-    finished: bool = False  # the handler is done: no notification may follow (set by the dispatcher)
-    reserved: int = 0  # bytes held on the output budget for its answer (reserve_output)
-    written: bool = False  # its answer is queued: nothing more of it to budget
+    __slots__ = ("request", "session", "task", "context", "cancelled", "finished", "reserved", "written")
+    task: asyncio.Task[None]  # set by Session._start, right after
+
+    def __init__(self, request: Request, session: Session) -> None:
+        self.request = request  # (its cost is counted in Session.in_flight_cost while the task lives)
+        self.session = session
+        self.context: RequestContext | None = None
+        self.cancelled = False
+        self.finished = False  # the handler is done: no notification may follow (set by the dispatcher)
+        self.reserved = 0  # bytes held on the output budget for its answer (reserve_output)
+        self.written = False  # its answer is queued: nothing more of it to budget
 
     def cancel(self) -> None:
         """The client's cancellation (or shutdown's): the flag is for synchronous handlers (they
@@ -360,7 +361,7 @@ class Session:
         def wanted(event: Event) -> bool | None:
             return self.may_overtake(event, room_for_answers=room)
 
-        for event in self.reader.take_ahead(OVERTAKING_PATTERN, wanted):
+        for event in self.reader.take_ahead(overtaking_pattern(), wanted):
             self.handle(event)
 
     def is_in_flight(self, request_id: Any) -> bool:

@@ -56,10 +56,12 @@ import functools
 import os
 import selectors
 import stat
-from typing import Callable, Protocol, Sequence, Union
+from typing import TYPE_CHECKING, Callable, Protocol, Sequence, Union
 
-from ..layers._stdio_threads import ReaderThread, WriterThread
 from ..layers.pipesize import widen_pipe
+
+if TYPE_CHECKING:  # (imported where the thread backend starts its threads: most processes never do)
+    from ..layers._stdio_threads import ReaderThread, WriterThread
 
 Buffer = Union[bytes, memoryview]
 # The most the shell reads at once (and what the reader thread reads per ask): what a pipe holds.
@@ -350,6 +352,8 @@ class ThreadReader:
             readable.set()
         elif not self._asked:
             if self._thread is None:
+                from ..layers._stdio_threads import ReaderThread
+
                 self._thread = ReaderThread(os.dup(self._fd), asyncio.get_running_loop(), self._on_data, chunk=self._chunk)
                 self._thread.start()
             self._asked = True
@@ -384,6 +388,8 @@ class ThreadWriter:
 
     def start(self, loop: asyncio.AbstractEventLoop, on_writable: Callable[[], None], on_broken: Callable[[OSError], None]) -> None:
         self._on_writable = on_writable
+        from ..layers._stdio_threads import WriterThread
+
         # The thread owns its own duplicate (see _stdio_threads, "Each thread owns its descriptor").
         self._writer = WriterThread(os.dup(self._fd), loop, on_taken=_ignore, on_batch_done=self._written, on_error=on_broken,
                                     chunk=THREAD_WRITE_BYTES)

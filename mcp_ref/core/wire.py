@@ -427,7 +427,7 @@ class WireReader:
 
         For a transport that holds input back: a cancellation of a request already running, or a
         request that does no work (a ``ping``), need not wait its turn. Only lines of at most
-        ``AHEAD_MAX_BYTES`` (and the line limit) in which ``methods`` (say ``control.OVERTAKING_PATTERN``) finds a
+        ``AHEAD_MAX_BYTES`` (and the line limit) in which ``methods`` (say ``control.overtaking_pattern()``) finds a
         method name are parsed; each complete line is searched once. One that ``wanted`` declines
         (False) is read in its turn; at "not yet" (None) the search stops, to resume from that
         line next time. A method name hidden by ``\\/`` escapes is simply read in its turn.

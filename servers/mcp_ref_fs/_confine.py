@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import errno
 import os
-from dataclasses import dataclass
+from types import SimpleNamespace
 from typing import Any, Callable, ContextManager, Iterator, Protocol, Sequence
 
 # Links followed while resolving one path, as the kernel's own limit (MAXSYMLINKS = 40).
@@ -45,20 +45,23 @@ class Costly(Exception):
     caller does it again in a worker thread, where nothing limits the calls."""
 
 
-@dataclass(slots=True)
-class Meter:
-    """System calls an operation on the event loop may still make (shared by its lookups)."""
+class Meter(SimpleNamespace):
+    """System calls an operation on the event loop may still make (shared by its lookups):
+    ``Meter(steps=N)``. A namespace, so that the one made for every sandbox operation
+    (``root.sandboxed``) is made in C, with no constructor of ours to run or to create at import."""
 
     steps: int
 
 
-@dataclass(slots=True)
 class Budget:
     """What one lookup may still spend: ``hops`` links followed, and system calls on ``meter``
     (None: as many as it takes, in a worker thread)."""
 
-    meter: Meter | None = None
-    hops: int = MAX_LINK_HOPS
+    __slots__ = ("meter", "hops")
+
+    def __init__(self, meter: Meter | None = None, hops: int = MAX_LINK_HOPS) -> None:
+        self.meter = meter
+        self.hops = hops
 
     def step(self, count: int = 1) -> None:
         """``count`` more system calls: ``Costly`` once the meter (if any) is spent."""

@@ -3,8 +3,7 @@ through into the command a host runs by ``print-config`` and ``install`` (``host
 
 from __future__ import annotations
 
-import argparse
-from typing import Any
+from typing import TYPE_CHECKING, Any, Sequence
 
 from .config import (
     DEFAULT_MAX_CALLS_PER_SECOND,
@@ -16,7 +15,18 @@ from .config import (
     MIN_ANSWER_BYTES,
 )
 
+if TYPE_CHECKING:
+    import argparse
+
 PER_HOST = "per host"  # --max-answer-bytes' default: the budget measured for the client (answers.py)
+
+
+def _bad_value(message: str) -> Exception:
+    """The error argparse words as ``argument --flag: message`` (argparse is imported only then:
+    a plain command line never needs it, see ``plain_command_line``)."""
+    from argparse import ArgumentTypeError
+
+    return ArgumentTypeError(message)
 
 
 def positive_int(text: str) -> int:
@@ -27,14 +37,14 @@ def positive_int(text: str) -> int:
     except ValueError:
         value = 0
     if value < 1:
-        raise argparse.ArgumentTypeError(f"must be a positive integer, not {text!r}")
+        raise _bad_value(f"must be a positive integer, not {text!r}")
     return value
 
 
 def answer_bytes(text: str) -> int:
     value = int(text)
     if value < MIN_ANSWER_BYTES:
-        raise argparse.ArgumentTypeError(f"must be at least {MIN_ANSWER_BYTES} (room for a page and its cue)")
+        raise _bad_value(f"must be at least {MIN_ANSWER_BYTES} (room for a page and its cue)")
     return value
 
 
@@ -45,14 +55,14 @@ def positive_float(text: str) -> float:
     except ValueError:
         value = 0.0
     if not value > 0 or value == float("inf"):
-        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, not {text!r}")
+        raise _bad_value(f"must be a positive number of seconds, not {text!r}")
     return value
 
 
 def rate(text: str) -> float:
     value = float(text)
     if not 0 <= value < float("inf"):
-        raise argparse.ArgumentTypeError("must be a number of calls per second, 0 or more (0: no limit)")
+        raise _bad_value("must be a number of calls per second, 0 or more (0: no limit)")
     return value
 
 
@@ -90,6 +100,46 @@ def add_server_options(parser: argparse.ArgumentParser, *, for_host: bool = Fals
             shown = "" if switch or default == PER_HOST else f" (default {default:g})" if isinstance(default, float) \
                 else f" (default {default})"
             parser.add_argument(flag, **keywords, default=None if default == PER_HOST else default, help=help_text + shown)
+
+
+def plain_command_line(argv: Sequence[str]) -> dict[str, Any] | None:
+    """What the parser of ``add_server_options`` (``usage.argument_parser``) makes of a plain
+    command line, as ``vars`` of its namespace, without importing argparse (with gettext, ~2 ms of
+    every start): ROOTs in one run, and options spelled in full, each value the next argument. None
+    for anything else (``-h``, ``--version``, ``--``, ``--flag=value``, an abbreviation, a value
+    that starts with ``-`` or is refused, ROOTs on both sides of an option): argparse then parses
+    it, and words what is wrong. ``tests/fs/test_fs_cli.py`` holds the two to the same answers."""
+    values: dict[str, Any] = {"roots": []}
+    converters: dict[str, tuple[str, Any]] = {}  # flag -> (name, type; None for a switch)
+    for flag, keywords, _help, default in SERVER_OPTIONS:
+        name, switch = flag[2:].replace("-", "_"), keywords.get("action") == "store_true"
+        values[name] = False if switch else None if default == PER_HOST else default
+        converters[flag] = (name, None if switch else keywords["type"])
+    roots, run = values["roots"], "before"  # where we are against the ROOTs' one run: before, in, after
+    words = iter(argv)
+    for word in words:
+        if not word.startswith("-"):
+            if run == "after":
+                return None  # argparse refuses ROOTs after an option that follows ROOTs
+            run = "in"
+            roots.append(word)
+            continue
+        if run == "in":
+            run = "after"
+        if word not in converters:
+            return None
+        name, convert = converters[word]
+        if convert is None:
+            values[name] = True
+            continue
+        value = next(words, None)
+        if value is None or value.startswith("-"):
+            return None
+        try:
+            values[name] = convert(value)
+        except Exception:  # (ArgumentTypeError, ValueError: argparse words the message)
+            return None
+    return values
 
 
 def given_server_options(options: argparse.Namespace) -> list[str]:

@@ -12,8 +12,7 @@ import errno
 import os
 import re
 import stat
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Literal, Sequence
+from typing import TYPE_CHECKING, Any, Literal, NamedTuple, Sequence
 
 from ._confine import MAX_LINK_HOPS
 
@@ -96,9 +95,10 @@ class Root:
         return (self.display,) if self.display == self.real else (self.display, self.real)
 
 
-@dataclass(frozen=True)
-class Location:
-    """A place inside a root: the root and the path components below it (already lexical-clean)."""
+class Location(NamedTuple):
+    """A place inside a root: the root and the path components below it (already lexical-clean).
+    Immutable, equal and hashed by its two fields. (A named tuple, not a frozen dataclass: making
+    that cost every start ~0.7 ms, and each one made on a read costs less.)"""
 
     root: Root
     parts: tuple[str, ...]

@@ -79,7 +79,6 @@ import functools
 import os
 import posixpath
 import stat
-from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence, TypeVar
 
 from . import _act
@@ -117,7 +116,7 @@ def cheaply() -> Iterator[None]:
     ``Costly`` before it makes them (nothing has changed on disk by then), so that the caller
     runs the operation again in a worker thread (``offload.sandboxed``). Every lookup, cheap or
     not, follows at most ``MAX_LINK_HOPS`` links."""
-    token = _loop_meter.set(Meter(LOOP_LOOKUP_STEPS))
+    token = _loop_meter.set(Meter(steps=LOOP_LOOKUP_STEPS))
     try:
         yield
     finally:
@@ -131,7 +130,7 @@ async def sandboxed(operation: Callable[..., T], *args: Any) -> T:
     """``operation(*args)``, a sandbox operation, as the event loop may run it: on the loop while its
     lookups stay within ``LOOP_LOOKUP_STEPS`` system calls (as in :func:`cheaply`), else, from the
     start, in a worker thread (``Costly`` is raised before anything has changed)."""
-    token = _loop_meter.set(Meter(LOOP_LOOKUP_STEPS))
+    token = _loop_meter.set(Meter(steps=LOOP_LOOKUP_STEPS))
     try:
         return operation(*args)
     except Costly:
@@ -350,8 +349,8 @@ class Sandbox(Listings, Changes):
         root = location.root
         act = self.act
         parts = location.parts
-        budget = Budget(_loop_meter.get())
-        meter = budget.meter
+        meter = _loop_meter.get()
+        budget: Budget | None = None  # made once the lookup walks directories or follows a link
         while True:
             # This round's own system calls, counted before any is made (Budget.step, inline: every
             # lookup passes here): a new descriptor of the root and an lstat, or the lstat after a
@@ -367,6 +366,7 @@ class Sandbox(Listings, Changes):
             if len(parts) == 1:  # a name in the root itself: no directory to resolve
                 parent_fd = act.reopen(root.fd)
             else:
+                budget = budget or Budget(meter)
                 parent_fd, resolved = self._open_dir(location, parts[:-1], budget)
             name = parts[-1]
             try:
@@ -379,6 +379,7 @@ class Sandbox(Listings, Changes):
             if not (follow_final and stat.S_ISLNK(info.st_mode)):
                 return parent_fd, name, info
             try:
+                budget = budget or Budget(meter)
                 budget.hop()
                 budget.step()
                 target = act.readlink(parent_fd, name)
@@ -491,14 +492,14 @@ class Sandbox(Listings, Changes):
 # --- handles ----------------------------------------------------------------------------------------
 
 
-@dataclass
 class OpenFile(contextlib.AbstractContextManager["OpenFile"]):
     """A regular file opened for reading inside a root. Close it, or use ``with`` (which returns
     the file itself, and closes it on the way out)."""
 
-    fd: int
-    info: os.stat_result
-    location: Location
+    def __init__(self, fd: int, info: os.stat_result, location: Location) -> None:
+        self.fd = fd
+        self.info = info
+        self.location = location
 
     def read_at(self, offset: int, length: int) -> bytes:
         return os.pread(self.fd, length, offset)

@@ -10,7 +10,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
+from mcp_ref_fs.options import SERVER_OPTIONS, plain_command_line
+from mcp_ref_fs.usage import argument_parser
 from tests.wire import request_line
 
 
@@ -77,8 +81,36 @@ def test_a_bad_number_gets_one_plain_message_whatever_is_wrong_with_it(option: s
         assert done.stderr.splitlines()[-1] == f"mcp-ref-fs: error: argument {option}: {said}, not {value!r}"
 
 
+_FLAGS = [flag for flag, *_ in SERVER_OPTIONS]
+# Words of command lines: every option in full, abbreviated and with "=", values good and bad for
+# each kind, ROOTs, and what only argparse handles.
+_WORDS = st.sampled_from(_FLAGS + ["--read", "--max-entries=5", "--", "-", "-5", "--version", "-h",
+                                   "5", "0", "abc", "", "1.5", "20000", "/a", "b c", "./d"])
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(_WORDS, max_size=9))
+def test_a_plain_command_line_gets_what_argparse_makes_of_it(argv: list[str]) -> None:
+    """``options.plain_command_line`` parses a host's command line without importing argparse
+    (~2 ms of a start): where it answers, argparse (``usage.argument_parser``) answers the same."""
+    plain = plain_command_line(argv)
+    if plain is not None:
+        assert plain == vars(argument_parser().parse_args(argv))
+
+
+@pytest.mark.parametrize("argv", [[], ["."], ["/a", "b c"], ["--read-only", "/a", "/b"], ["/a", "--modern-only"],
+                                  ["--max-entries", "1000000", "--max-answer-bytes", "1000000000",
+                                   "--max-calls-per-second", "0", "/r"],
+                                  ["--max-read-bytes", "5", "--max-media-bytes", "6", "--search-seconds", "0.5",
+                                   "--task-search-seconds", "60", "--max-answer-bytes", "20000", "."]])
+def test_the_command_lines_hosts_run_are_plain(argv: list[str]) -> None:
+    plain = plain_command_line(argv)
+    assert plain is not None and plain == vars(argument_parser().parse_args(argv))
+
+
 def test_start_up_imports_nothing_only_help_or_writes_need() -> None:
-    # shutil (+bz2, lzma: argparse measures the terminal for every formatter it makes) and
+    # argparse (+gettext: a plain command line is parsed without them), shutil (+bz2, lzma:
+    # argparse measures the terminal for every formatter it makes) and
     # secrets (+hmac, hashlib, random: one name per atomic write) cost ~5 ms of every start; the
     # edit and diff modules serve edit_file only, and mcp_ref.kit.typed (with a signature inspection
     # per tool) only handlers that are not classic (ctx, arguments) ones (issue 21: ~3 ms).
@@ -88,18 +120,17 @@ def test_start_up_imports_nothing_only_help_or_writes_need() -> None:
             "build_server(config, Sandbox.open(config.roots))\nprint(json.dumps(sorted(sys.modules)))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True, env=environment)
     modules = set(json.loads(done.stdout.splitlines()[-1]))
-    assert modules & {"shutil", "bz2", "lzma", "secrets", "hmac", "random"} == set()
+    assert modules & {"shutil", "bz2", "lzma", "secrets", "hmac", "random", "argparse", "gettext"} == set()
     assert modules & {"mcp_ref_fs.edits", "mcp_ref_fs.diffs", "mcp_ref.kit.typed"} == set()
     # The watcher of subscribed files (its module and thread) comes with the first subscription.
     assert "mcp_ref_fs.watch" not in modules
 
 
-def test_start_up_makes_only_the_dataclasses_each_request_makes() -> None:
-    # Creating a dataclass costs ~0.3-0.8 ms of start-up (its methods are generated and compiled):
-    # the classes mcp-ref-fs and mcp_ref make at start-up are plain classes (issue 21; Tool,
-    # Resource, CacheHint, WatchSet, Root...), but for these five, made on every read: a
-    # hand-written __init__ would lengthen the traced path of a read (tests/test_architecture.py),
-    # where the generated one is not counted.
+def test_start_up_makes_no_dataclass_and_does_not_import_dataclasses() -> None:
+    # Creating a dataclass costs ~0.2-0.8 ms of start-up (its methods are generated and compiled),
+    # and importing dataclasses (with copy) ~0.6 ms more: the classes mcp-ref-fs and mcp_ref make
+    # at start-up are plain classes (issue 21; Tool, Resource, CacheHint, WatchSet, Root, InFlight,
+    # OpenFile, Budget), a named tuple (Location) or a namespace (Meter).
     environment = {name: value for name, value in os.environ.items() if not name.startswith("COVERAGE_")}
     code = ("import sys, json\nfrom mcp_ref_fs.__main__ import parse_arguments\nfrom mcp_ref_fs.root import Sandbox\n"
             "from mcp_ref_fs.server import build_server\nimport mcp_ref.core.stdio, mcp_ref.core.session\n"
@@ -107,11 +138,9 @@ def test_start_up_makes_only_the_dataclasses_each_request_makes() -> None:
             "made = sorted(f'{name}.{value.__name__}' for name, module in list(sys.modules.items())\n"
             "              if name.startswith('mcp_ref') for value in vars(module).values()\n"
             "              if isinstance(value, type) and value.__module__ == name and '__dataclass_fields__' in vars(value))\n"
-            "print(json.dumps(made))")
+            "print(json.dumps([made, 'dataclasses' in sys.modules]))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True, env=environment)
-    assert json.loads(done.stdout.splitlines()[-1]) == [
-        "mcp_ref.core.session.InFlight", "mcp_ref_fs._confine.Budget", "mcp_ref_fs._confine.Meter",
-        "mcp_ref_fs.places.Location", "mcp_ref_fs.root.OpenFile"]
+    assert json.loads(done.stdout.splitlines()[-1]) == [[], False]
 
 
 def test_roots_and_locations_compare_and_hash_by_value() -> None:
