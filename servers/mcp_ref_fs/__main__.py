@@ -52,9 +52,9 @@ def main(argv: list[str] | None = None) -> int:
     # the server is built (or start-up fails); then, for the process's own start, what start-up
     # made is frozen (``gc.freeze``: moved where collections never look), so the first collection
     # does not walk all of it once more (~6 ms) and later ones stay small. The price: the cycles
-    # start-up leaves behind (throwaway enum classes of socket, signal and ssl, argparse's
-    # parser) are never collected, ~85 KiB once. gc is process-wide: an in-process caller's other
-    # threads pause with it.
+    # start-up leaves behind (throwaway enum classes of socket, signal and ssl; argparse's
+    # parser when the command line needed it) are never collected, ~85 KiB once. gc is
+    # process-wide: an in-process caller's other threads pause with it.
     collecting = gc.isenabled()
     gc.disable()
     try:

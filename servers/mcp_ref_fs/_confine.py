@@ -47,8 +47,9 @@ class Costly(Exception):
 
 class Meter(SimpleNamespace):
     """System calls an operation on the event loop may still make (shared by its lookups):
-    ``Meter(steps=N)``. A namespace, so that the one made for every sandbox operation
-    (``root.sandboxed``) is made in C, with no constructor of ours to run or to create at import."""
+    ``Meter(steps=N)``, by keyword. A namespace, so that the one made for every sandbox operation
+    (``root.sandboxed``) is made in C, with no constructor of ours to run or to create at import
+    (the price: its attributes are not fixed, as a class with ``__slots__`` would fix them)."""
 
     steps: int
 

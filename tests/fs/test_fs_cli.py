@@ -52,7 +52,7 @@ def test_help_names_the_environment_variables_and_their_values() -> None:
 
 def test_help_follows_the_terminal_width() -> None:
     # argparse's formatter is replaced by one that measures the terminal only for help (see
-    # __main__._HelpFormatter): the width must still follow COLUMNS.
+    # usage.HelpFormatter): the width must still follow COLUMNS.
     narrow, wide = run("--help", env={"COLUMNS": "50"}), run("--help", env={"COLUMNS": "300"})
     # The usage block: serving (wrapped to the width), then the two subcommands' lines.
     narrow_usage, wide_usage = (done.stdout.split("\n\n", 1)[0].splitlines()[:-2] for done in (narrow, wide))
