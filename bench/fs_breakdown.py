@@ -28,7 +28,12 @@ mcp-ref-fs answered (recorded here from its handler) and does no file work. Its 
 library's, JSON's and the event loop's for that answer; the difference is mcp-ref-fs's file work as
 it costs in a running server (the parts above timed alone leave out what a process serving many
 calls pays on top: caches shared with the loop, the request's context). Last, the asyncio floor
-(``floor_server.py --asyncio``) on the same calls, answering the read's text.
+(``floor_server.py --asyncio``) on the same calls, answering the read's text, and the least a
+confined read needs with no library at all (``least_read_server.py``, written by hand).
+
+Then, in wall time, fs_bench.py's reads row (2,000 pipelined reads) for the floor, the least read
+server and mcp-ref-fs, in interleaved rounds (``--wall-rounds``, 0 for none): issue 21's read goal
+beside what a server with none of the library's structure reaches.
 
 Standard library only, no assertions on time; Linux (``/proc``) for the last row.
 """
@@ -142,6 +147,8 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("fixture", help="the fixture directory of fs_bench.py --keep-fixture")
     parser.add_argument("--servers", metavar="DIR", help="import mcp_ref_fs from DIR/mcp_ref_fs (say, a --variant copy)")
+    parser.add_argument("--wall-rounds", type=int, default=5, metavar="N",
+                        help="rounds of the wall-time reads comparison (floor, least read server, mcp-ref-fs); 0: none")
     options = parser.parse_args(argv)
     if options.servers:
         sys.path.insert(0, os.path.abspath(options.servers))
@@ -205,8 +212,49 @@ def main(argv: list[str] | None = None) -> int:
     floor = server_cpu_per_call([PY, os.path.join(HERE, "floor_server.py"), "--asyncio", "--text-file", os.path.join(root, "small.txt")],
                                 "read_text_file", {"path": "small.txt"})
     print(f"the asyncio floor (floor_server.py --asyncio) answering read_text_file's text: {floor:.1f}")
+    least = server_cpu_per_call([PY, os.path.join(HERE, "least_read_server.py"), root], "read_text_file", {"path": "small.txt"})
+    print(f"the least a confined read needs, by hand (least_read_server.py): {least:.1f}")
     sandbox.close()
+    if options.wall_rounds:
+        print()
+        wall_reads(root, options.wall_rounds, launcher)
     return 0
+
+
+def wall_reads(root: str, rounds: int, launcher: list[str]) -> None:
+    """fs_bench.py's reads row (2,000 pipelined reads of small.txt, 32 in flight, first write to last
+    answer) for the floor, the least read server and mcp-ref-fs, in interleaved rounds: the wall time
+    issue 21's read goal is judged on, beside what a server with no library can reach."""
+    import statistics
+
+    sys.path.insert(0, HERE)
+    import fs_bench
+
+    fixture = fs_bench.build_fixture(root, [])
+    small = fixture.small
+    contenders = [
+        fs_bench.Contender("floor", "the asyncio floor", "floor", "modern",
+                           lambda _root: [PY, os.path.join(HERE, "floor_server.py"), "--asyncio", "--text-file", small]),
+        fs_bench.Contender("least", "the least read, by hand", "floor", "modern",
+                           lambda root: [PY, os.path.join(HERE, "least_read_server.py"), root]),
+        fs_bench.Contender("ref", "mcp-ref-fs", "ref", "modern", lambda root: [PY] + launcher + LIMITS + [root]),
+    ]
+    sessions = [fs_bench.Session(contender, fixture.root) for contender in contenders]
+    times: dict[str, list[float]] = {contender.key: [] for contender in contenders}
+    try:
+        for session in sessions:
+            fs_bench.w_reads(session, fixture, 300)  # warm-up
+        for _ in range(rounds):
+            for session in sessions:
+                times[session.contender.key].append(fs_bench.w_reads(session, fixture)["value"])
+    finally:
+        for session in sessions:
+            session.close()
+    floor = statistics.median(times["floor"])
+    print(f"2,000 pipelined reads (fs_bench.py's reads row), median of {rounds} interleaved rounds:")
+    for contender in contenders:
+        value = statistics.median(times[contender.key])
+        print(f"  {contender.label:26} {value:7.1f} ms  {value / floor:5.2f}x the floor")
 
 
 def record_answers(server: Any, ctx: Any, rows: list[Any]) -> dict[str, Any]:
