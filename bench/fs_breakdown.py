@@ -35,7 +35,7 @@ Then, in wall time, fs_bench.py's reads row (2,000 pipelined reads) for the floo
 server and mcp-ref-fs, in interleaved rounds (``--wall-rounds``, 0 for none): issue 21's read goal
 beside what a server with none of the library's structure reaches.
 
-Standard library only, no assertions on time; Linux (``/proc``) for the last row.
+Standard library only, no assertions on time; Linux (``/proc``) for the CPU totals on pipes.
 """
 
 from __future__ import annotations
@@ -48,6 +48,7 @@ import sys
 import tempfile
 import threading
 import time
+import types
 from typing import Any, Callable
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -143,11 +144,19 @@ def measure_row(tool: Any, ctx: Any, arguments: dict[str, Any], kernel: Callable
     return [kernel_us, sandbox_us, max(handler_us - kernel_us - sandbox_us, 0.0), valid_us, json_us]
 
 
+def rounds(value: str) -> int:
+    """``--wall-rounds``: a count, 0 or more."""
+    count = int(value)
+    if count < 0:
+        raise argparse.ArgumentTypeError("must be 0 or more")
+    return count
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("fixture", help="the fixture directory of fs_bench.py --keep-fixture")
     parser.add_argument("--servers", metavar="DIR", help="import mcp_ref_fs from DIR/mcp_ref_fs (say, a --variant copy)")
-    parser.add_argument("--wall-rounds", type=int, default=5, metavar="N",
+    parser.add_argument("--wall-rounds", type=rounds, default=5, metavar="N",
                         help="rounds of the wall-time reads comparison (floor, least read server, mcp-ref-fs); 0: none")
     options = parser.parse_args(argv)
     if options.servers:
@@ -230,8 +239,11 @@ def wall_reads(root: str, rounds: int, launcher: list[str]) -> None:
     sys.path.insert(0, HERE)
     import fs_bench
 
-    fixture = fs_bench.build_fixture(root, [])
-    small = fixture.small
+    # What w_reads uses of a fixture, from the files as they are (fs_bench.build_fixture would
+    # write the whole fixture again wherever its stamp is missing).
+    small = os.path.join(root, "small.txt")
+    with open(small, encoding="utf-8") as handle:
+        fixture: Any = types.SimpleNamespace(root=root, small=small, small_text=handle.read())
     contenders = [
         fs_bench.Contender("floor", "the asyncio floor", "floor", "modern",
                            lambda _root: [PY, os.path.join(HERE, "floor_server.py"), "--asyncio", "--text-file", small]),
