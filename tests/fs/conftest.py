@@ -9,6 +9,7 @@ ends it when the test ends.
 
 from __future__ import annotations
 
+import importlib.util
 import random
 import struct
 import sys
@@ -23,8 +24,18 @@ import pytest
 from tests.wire import ServerProcess
 
 SECRET = "TOP-SECRET-7f3a91-outside-the-root"
+BENCH = Path(__file__).resolve().parents[2] / "bench"
 BIG_LINES = 262_144  # "line NNNNNN\n" = 12 bytes each: exactly 3 MiB
 BIG_SIZE = BIG_LINES * 12
+
+
+def load_bench_script(name: str) -> Any:
+    """The module ``bench/<name>.py`` (the benchmark's scripts are files, not a package)."""
+    spec = importlib.util.spec_from_file_location(name, BENCH / f"{name}.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
 
 
 def tiny_png() -> bytes:

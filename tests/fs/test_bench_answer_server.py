@@ -3,21 +3,12 @@ of a call between the library and the file work rests on it (bench/README.md, is
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import subprocess
 import sys
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
-
-
-def load_breakdown():  # type: ignore[no-untyped-def]
-    spec = importlib.util.spec_from_file_location("fs_breakdown", BENCH / "fs_breakdown.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+from tests.fs.conftest import BENCH, load_bench_script
 
 
 def test_the_answer_server_answers_as_mcp_ref_fs_did(tmp_path: Path) -> None:
@@ -25,7 +16,7 @@ def test_the_answer_server_answers_as_mcp_ref_fs_did(tmp_path: Path) -> None:
     from mcp_ref_fs.root import Sandbox
     from mcp_ref_fs.server import build_server
 
-    breakdown = load_breakdown()
+    breakdown = load_bench_script("fs_breakdown")
     root = tmp_path / "root"
     (root / "folder").mkdir(parents=True)
     for index in range(30):

@@ -4,7 +4,6 @@ confined read it claims to do (bench/README.md)."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import subprocess
@@ -15,7 +14,8 @@ from typing import Any
 
 import pytest
 
-BENCH = Path(__file__).resolve().parents[2] / "bench"
+from tests.fs.conftest import BENCH, load_bench_script
+
 META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientCapabilities": {}}
 
 pytestmark = pytest.mark.skipif(sys.platform == "win32", reason="the least read server uses dir_fd (POSIX)")
@@ -31,14 +31,6 @@ def least(root: Path, lines: bytes) -> list[dict]:
     done = subprocess.run([sys.executable, str(BENCH / "least_read_server.py"), str(root)], input=lines,
                           capture_output=True, timeout=60, check=True)
     return [json.loads(line) for line in done.stdout.splitlines()]
-
-
-def load_least() -> Any:
-    spec = importlib.util.spec_from_file_location("least_read_server", BENCH / "least_read_server.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_a_small_read_is_answered_byte_for_byte_as_mcp_ref_fs_answers_it(tmp_path: Path) -> None:
@@ -125,7 +117,7 @@ def test_a_name_swapped_after_its_lstat_is_refused_without_hanging(tmp_path: Pat
                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
     """The final open's O_NONBLOCK, O_NOFOLLOW and the fstat check, each alone: the name is made to
     look like the regular file ``reg.txt`` to ``lstat`` while something else sits there."""
-    module = load_least()
+    module = load_bench_script("least_read_server")
     (tmp_path / "reg.txt").write_text("regular", encoding="utf-8")
     (tmp_path / "other.txt").write_text("other", encoding="utf-8")
     if swap == "fifo":
