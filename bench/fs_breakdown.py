@@ -43,6 +43,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -144,7 +145,7 @@ def measure_row(tool: Any, ctx: Any, arguments: dict[str, Any], kernel: Callable
     return [kernel_us, sandbox_us, max(handler_us - kernel_us - sandbox_us, 0.0), valid_us, json_us]
 
 
-def rounds(value: str) -> int:
+def non_negative(value: str) -> int:
     """``--wall-rounds``: a count, 0 or more."""
     count = int(value)
     if count < 0:
@@ -156,7 +157,7 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("fixture", help="the fixture directory of fs_bench.py --keep-fixture")
     parser.add_argument("--servers", metavar="DIR", help="import mcp_ref_fs from DIR/mcp_ref_fs (say, a --variant copy)")
-    parser.add_argument("--wall-rounds", type=rounds, default=5, metavar="N",
+    parser.add_argument("--wall-rounds", type=non_negative, default=5, metavar="N",
                         help="rounds of the wall-time reads comparison (floor, least read server, mcp-ref-fs); 0: none")
     options = parser.parse_args(argv)
     if options.servers:
@@ -234,10 +235,8 @@ def wall_reads(root: str, rounds: int, launcher: list[str]) -> None:
     """fs_bench.py's reads row (2,000 pipelined reads of small.txt, 32 in flight, first write to last
     answer) for the floor, the least read server and mcp-ref-fs, in interleaved rounds: the wall time
     issue 21's read goal is judged on, beside what a server with no library can reach."""
-    import statistics
-
     sys.path.insert(0, HERE)
-    import fs_bench
+    import fs_bench  # the benchmark's own driver (sessions, the reads row): only this part needs it
 
     # What w_reads uses of a fixture, from the files as they are (fs_bench.build_fixture would
     # write the whole fixture again wherever its stamp is missing).
@@ -251,9 +250,11 @@ def wall_reads(root: str, rounds: int, launcher: list[str]) -> None:
                            lambda root: [PY, os.path.join(HERE, "least_read_server.py"), root]),
         fs_bench.Contender("ref", "mcp-ref-fs", "ref", "modern", lambda root: [PY] + launcher + LIMITS + [root]),
     ]
-    sessions = [fs_bench.Session(contender, fixture.root) for contender in contenders]
+    sessions = []
     times: dict[str, list[float]] = {contender.key: [] for contender in contenders}
     try:
+        for contender in contenders:
+            sessions.append(fs_bench.Session(contender, fixture.root))
         for session in sessions:
             fs_bench.w_reads(session, fixture, 300)  # warm-up
         for _ in range(rounds):
