@@ -39,6 +39,7 @@ refusals are worded its own way. POSIX only (``dir_fd``).
 from __future__ import annotations
 
 import asyncio
+import errno
 import json
 import os
 import posixpath
@@ -99,17 +100,22 @@ class Root:
         # A new descriptor of the root (not the root's own: the caller closes what it gets), then
         # each directory beneath the one before, never following a link.
         parent = os.open(".", ROOT_FLAGS, dir_fd=self.fd)
+        name = names[0]
         try:
             for name in names[:-1]:
                 below = os.open(name, DIR_FLAGS, dir_fd=parent)
                 os.close(parent)
                 parent = below
-            info = os.lstat(names[-1], dir_fd=parent)
+            name = names[-1]
+            info = os.lstat(name, dir_fd=parent)
             if not stat.S_ISREG(info.st_mode):
                 raise Refused(f"{path} is not a regular file")
-            fd = os.open(names[-1], FILE_FLAGS, dir_fd=parent)
+            fd = os.open(name, FILE_FLAGS, dir_fd=parent)
         except OSError as error:
-            raise Refused(f"{path}: {error.strerror} (links are not followed here)") from None
+            # O_NOFOLLOW refuses a link with ELOOP, or ENOTDIR where a directory was asked for.
+            if error.errno in (errno.ELOOP, errno.ENOTDIR) and is_link(name, parent):
+                raise Refused(f"{path}: {name} is a link (links are not followed here)") from None
+            raise Refused(f"{path}: {error.strerror}") from None
         finally:
             os.close(parent)
         try:
@@ -122,7 +128,16 @@ class Root:
             data = os.pread(fd, MAX_FILE_BYTES + 1, 0)
         finally:
             os.close(fd)
+        if len(data) > MAX_FILE_BYTES:  # it grew after the fstat
+            raise Refused(f"{path} has more than {MAX_FILE_BYTES} bytes, more than this bound reads")
         return text_of(path, data)
+
+
+def is_link(name: str, dir_fd: int) -> bool:
+    try:
+        return stat.S_ISLNK(os.lstat(name, dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
 
 
 def text_of(path: str, data: bytes) -> str:
